@@ -1,0 +1,42 @@
+"""How many different outputs can a transformer generate?
+
+Companion package to Meyer, Michelessa, Chaux and Tan (ICML 2026, arXiv:2605.22223): the bounds of
+Theorem 4.5 and Corollaries 4.6 / 4.10 (:mod:`accessibility.bounds`, :mod:`accessibility.derivations`),
+measurements of real models (:mod:`accessibility.geometry`, :mod:`accessibility.cells`) and the two
+experiments, cramming (:mod:`accessibility.cramming`) and copying (:mod:`accessibility.copying`).
+
+Importing the package is cheap and has no side effects; submodules are imported explicitly.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+__version__ = "0.1.0"
+
+#: Environment variable that shrinks every chapter's loops (CI and ``make test`` set it to 1).
+QUICK_ENV = "ACCESSIBILITY_QUICK"
+#: Environment variable that moves the cache of dequantized weights and trained models.
+CACHE_ENV = "ACCESSIBILITY_CACHE"
+
+
+def quick_mode(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether quick mode is on: ``ACCESSIBILITY_QUICK`` is 1, true, yes or on.
+
+    ``environ`` defaults to :data:`os.environ`.
+
+    >>> quick_mode({"ACCESSIBILITY_QUICK": "yes"}), quick_mode({"ACCESSIBILITY_QUICK": "0"}), quick_mode({})
+    (True, False, False)
+    """
+    value = (os.environ if environ is None else environ).get(QUICK_ENV, "")
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def cache_dir() -> Path:
+    """Cache folder for dequantized weights and trained models.
+
+    ``$ACCESSIBILITY_CACHE`` when set, else ``~/.cache/accessibility``. Not created here.
+    """
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "accessibility")

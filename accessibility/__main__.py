@@ -1,0 +1,5 @@
+"""``python -m accessibility`` runs the command-line interface."""
+
+from accessibility.cli import main
+
+raise SystemExit(main())

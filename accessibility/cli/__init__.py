@@ -1,0 +1,65 @@
+"""Command-line entry point: ``accessibility <command> ...`` (also ``python -m accessibility``).
+
+Each command lives in its own module ``accessibility.cli.<command>`` with two functions:
+``add_arguments(parser)`` and ``run(args) -> dict``. This module adds the common ``--json`` flag,
+prints the returned mapping (one JSON object with ``--json``, else ``key: value`` lines) and turns
+bad input into one line on stderr with exit status 2, never a traceback. Command modules import
+heavy libraries (torch, transformers) inside ``run`` so that ``--help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from accessibility.checks import InputError
+from accessibility.results import to_json
+
+#: Command name -> one-line help. Each has a module ``accessibility.cli.<name>``.
+COMMANDS = {
+    "bound": "upper bounds of Theorem 4.5 and Corollaries 4.6 / 4.10 for a width, vocabulary and precision",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error as one line (and exit status 2)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="accessibility", description=__doc__.splitlines()[0])
+    from accessibility import __version__
+
+    parser.add_argument("--version", action="version", version=f"accessibility {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for name, help_text in COMMANDS.items():
+        module = importlib.import_module(f"accessibility.cli.{name}")
+        cmd = sub.add_parser(name, help=help_text, description=(module.__doc__ or help_text).strip())
+        module.add_arguments(cmd)
+        cmd.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+        cmd.set_defaults(_run=module.run)
+    return parser
+
+
+def format_text(result: dict) -> str:
+    """``key: value`` lines; nested values as compact JSON."""
+    lines = []
+    for key, value in result.items():
+        shown = value if isinstance(value, (str, int, float, bool, type(None))) else to_json(value)
+        lines.append(f"{key}: {shown}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        result = args._run(args)
+    except InputError as err:
+        print(f"accessibility {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    print(to_json(result) if args.json else format_text(result))
+    return 0
