@@ -1,0 +1,461 @@
+"""Upper bounds on accessibility: Theorem 4.5, Corollary 4.6, Corollary 4.10 and refined supports.
+
+Every count here is astronomically large ((1 + 2r/ε)^{dm} overflows any float), so every function
+returns a natural logarithm (nats) or a quantity derived from one; :func:`to_log10` and
+:func:`to_bits` convert. Functions are vectorised over numpy arrays and keyword-only.
+
+Precision conventions (``r=``, ``precision=``, ``eps=``) are those of :mod:`accessibility.precision`;
+``precision=None`` means fp16 relative (ε = r·2^-11, the published choice) unless ``eps=`` is given.
+
+Map of the module
+-----------------
+* numerators (ln of the number of distinguishable vectors in one support, nats):
+  :func:`log_ball_count`, :func:`log_box_count`, :func:`log_cone_count`, :func:`log_ellipsoid_count`;
+  :func:`log_cone_fraction` is the exact ln of the ball fraction inside a cone;
+* the denominator for non-uniform decoder cells: :func:`cell_entropy`;
+* slopes: :func:`slope` (numerator / ln|V| or / H) and :func:`slope_bound` (Corollary 4.6's C);
+* Theorem 4.5: :func:`log_count`; Corollary 4.6: :func:`n_star_bound`, :func:`log10_fraction_bound`,
+  :func:`length_threshold`; Corollary 4.10: :func:`log_log_measure_packing`,
+  :func:`log10_unbounded_threshold`, :func:`log10_unbounded_fraction_bound`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize, special
+
+from accessibility.checks import InputError, at_least, in_range, positive
+from accessibility.precision import (  # noqa: F401  (log_levels is part of this module's API)
+    EXACT, as_float, float_count_between, log_levels, radius_over_eps, resolve_eps,
+)
+
+LN10 = math.log(10.0)
+LN2 = math.log(2.0)
+#: Continued fraction for ln I_x(a, b): tolerance (double precision) and an iteration cap far above
+#: the O(sqrt(a)) steps it needs below its switch-over point (Numerical Recipes, 3rd ed., §6.4).
+CF_TOL = 1e-15
+CF_MAX_ITER = 10_000
+CF_TINY = 1e-300  # modified Lentz: replaces an exact zero denominator
+#: Stirling series of ln Γ(z) (coefficients of z^-1, z^-3, z^-5, z^-7), used for ln B(a, 1/2) from
+#: a = 30 on, where the next term is below 1e-16; scipy's betaln loses ~1e-12 (absolute) at a ~ 2000.
+STIRLING_COEFFS = (1 / 12, -1 / 360, 1 / 1260, -1 / 1680)
+STIRLING_FROM = 30.0
+#: Corollary 4.10's cover of the probability measures: an η-net of the support with η = ε/4, and
+#: weights rounded with ℓ1 error < ε/(4r), so each measure is within W1 < ε/2 of a cover point.
+NET_RADIUS_FRACTION = 0.25
+WEIGHT_ERROR_FRACTION = 0.25
+
+
+def to_log10(nats):
+    """Nats to decimal digits: ``x / ln 10``."""
+    return nats / LN10
+
+
+def to_bits(nats):
+    """Nats to bits: ``x / ln 2``."""
+    return nats / LN2
+
+
+def _d(d_model):
+    return at_least("d_model", d_model, 1, integer=True)
+
+
+def _ln_vocab(vocab_size):
+    return np.log(at_least("vocab_size", vocab_size, 2, integer=True))
+
+
+# --- numerators: ln of the number of distinguishable vectors of one support -------------------
+
+
+def log_ball_count(*, d_model, r=None, precision: str | None = None, eps=None):
+    """Packing lemma: ln of the number of ε-separated points in a ball of radius r in R^d.
+
+    .. math:: \\ln P \\le d \\ln\\Big(1 + \\frac{2r}{\\varepsilon}\\Big)
+
+    (disjoint ε/2-balls inside the ball of radius r + ε/2; any norm). With an ``exact-*`` precision it
+    is :math:`d \\ln N_{\\text{fmt}}(r)`, the exact number of representable vectors in the cube
+    :math:`[-r, r]^d`. This is the numerator of the slope C.
+
+    >>> round(log_ball_count(d_model=2048), 1)  # Pythia-1b/1.4b, fp16 relative
+    17035.2
+    """
+    return _d(d_model) * log_levels(r=r, precision=precision, eps=eps)
+
+
+def log_box_count(*, widths=None, lows=None, highs=None, r=None, precision: str | None = None, eps=None):
+    """Box support (the pipeline's "rectangle"): ln of the number of ε-separated points (L∞).
+
+    .. math:: \\ln P \\le \\sum_{i=1}^{d} \\ln\\Big(1 + \\frac{w_i}{\\varepsilon}\\Big)
+
+    Disjoint cubes of side ε around the points lie in the box widened by ε, so this is the packing
+    lemma in the L∞ norm. It equals :func:`log_ball_count` when every :math:`w_i = 2r` and is never
+    larger when every :math:`w_i \\le 2r`. Give ``widths`` (shape (..., d)), or ``lows`` and ``highs``
+    (then w = highs - lows). A relative precision needs r, the L∞ radius that sets ε = r·u (with
+    ``lows``/``highs`` it defaults to their largest absolute value). An ``exact-*`` precision counts the
+    float values in each :math:`[\\mathrm{low}_i, \\mathrm{high}_i]` (needs ``lows`` and ``highs``).
+
+    >>> float(log_box_count(widths=[2.0, 2.0], r=1.0)) == float(log_ball_count(d_model=2))
+    True
+    """
+    if (widths is None) == (lows is None or highs is None):
+        raise InputError("give either widths or both lows and highs")
+    if widths is None:
+        lows, highs = np.asarray(lows, dtype=float), np.asarray(highs, dtype=float)
+        widths = highs - lows
+        r = np.max(np.abs([lows, highs])) if r is None else r
+    widths = at_least("widths", widths, 0)
+    if precision in EXACT:
+        if lows is None:
+            raise InputError(f"precision={precision!r} needs lows and highs (float counts depend on position)")
+        return as_float(np.log(float_count_between(precision, lows, highs)).sum(axis=-1))
+    eps = resolve_eps(r=r, precision=precision, eps=eps)
+    return as_float(np.log1p(np.asarray(widths) / eps).sum(axis=-1))
+
+
+def cone_half_angle(min_cos):
+    """Published convention: half-angle φ = arccos(min cos)/2 of the cone holding the vectors.
+
+    The smallest pairwise cosine gives the largest pairwise angle θ; the pipeline assumes the vectors
+    fit in a cone of half-angle θ/2 around some axis. That is a lower bound on the true half-angle, not
+    an upper bound: by Jung-type theorems a set of angular diameter θ may need a larger cone (a
+    regular simplex has all cosines -1/d yet fits in no cone of half-angle below π/2). It is a
+    *convention* of the paper, not a proven containment.
+
+    >>> round(float(cone_half_angle(0.0)), 6)  # θ = π/2
+    0.785398
+    """
+    return np.arccos(in_range("min_cos", min_cos, -1, 1)) / 2
+
+
+def _beta_continued_fraction(a, b, x):
+    """Continued fraction of I_x(a, b) (modified Lentz), converging for x < (a + 1)/(a + b + 2)."""
+    fix = lambda v: np.where(np.abs(v) < CF_TINY, CF_TINY, v)  # noqa: E731
+    c = np.ones_like(x)
+    d = 1.0 / fix(1.0 - (a + b) * x / (a + 1.0))
+    h = d
+    for k in range(1, CF_MAX_ITER + 1):
+        for coef in (k * (b - k) * x / ((a + 2 * k - 1) * (a + 2 * k)),
+                     -(a + k) * (a + b + k) * x / ((a + 2 * k) * (a + 2 * k + 1))):
+            d = 1.0 / fix(1.0 + coef * d)
+            c = fix(1.0 + coef / c)
+            h = h * d * c
+        if np.all(np.abs(d * c - 1.0) < CF_TOL):
+            return h
+    raise RuntimeError("incomplete-beta continued fraction did not converge")
+
+
+def _stirling_tail(z):
+    return sum(c * z ** -(2 * i + 1) for i, c in enumerate(STIRLING_COEFFS))
+
+
+def _log_beta_half(a):
+    """ln B(a, 1/2) = ln Γ(1/2) - ln(Γ(a + 1/2)/Γ(a)), the ratio from the Stirling series for large a."""
+    a = np.asarray(a, dtype=float)
+    big = np.maximum(a, STIRLING_FROM)
+    log_ratio = 0.5 * np.log(big) + (big * np.log1p(0.5 / big) - 0.5) + _stirling_tail(big + 0.5) - _stirling_tail(big)
+    return np.where(a >= STIRLING_FROM, 0.5 * math.log(math.pi) - log_ratio, special.betaln(a, 0.5))
+
+
+def _log_betainc_half(a, x, one_minus_x):
+    """ln I_x(a, 1/2) without underflow; ``one_minus_x`` is passed exactly (cos² φ)."""
+    a, x, y = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (a, x, one_minus_x)))
+    b = np.full(a.shape, 0.5)
+    out = np.full(x.shape, -np.inf)
+    small = (x > 0) & (x < (a + 1.0) / (a + b + 2.0))
+    large = x >= (a + 1.0) / (a + b + 2.0)
+    a_s, b_s, x_s, y_s = a[small], b[small], x[small], y[small]
+    log_x = np.where(x_s < 0.5, np.log(x_s), np.log1p(-y_s))  # ln of the small one of x, 1-x is exact
+    log_y = np.where(y_s < 0.5, np.log(y_s), np.log1p(-x_s))  # enough; a·ln x amplifies any rounding by a
+    out[small] = (a_s * log_x + b_s * log_y - np.log(a_s) - _log_beta_half(a_s)
+                  + np.log(_beta_continued_fraction(a_s, b_s, x_s)))
+    out[large] = np.log(special.betaincc(b[large], a[large], y[large]))  # I_x(a,b) = 1 - I_{1-x}(b,a)
+    return out
+
+
+def log_cone_fraction(*, d_model, phi=None, min_cos=None):
+    """Exact ln of the fraction of a d-ball inside a circular cone of half-angle φ (apex at the centre).
+
+    .. math:: f(\\varphi, d) = \\tfrac12\\, I_{\\sin^2\\varphi}\\big(\\tfrac{d-1}{2}, \\tfrac12\\big)
+              \\ (\\varphi \\le \\pi/2), \\qquad f(\\varphi, d) = 1 - f(\\pi - \\varphi, d)\\ (\\varphi > \\pi/2)
+
+    (the area fraction of a spherical cap of angular radius φ). Computed in log space: the
+    incomplete beta's prefactor :math:`x^a (1-x)^b / (a B(a, b))` is taken as a log and multiplied by a
+    continued fraction of order one, so it is accurate far below float underflow (thousands of nats
+    below zero for d in the thousands). Give φ in radians in [0, π], or ``min_cos`` in [-1, 1] (then
+    φ = arccos(min_cos)/2, the published convention, :func:`cone_half_angle`). Needs d >= 2.
+
+    >>> round(float(np.exp(log_cone_fraction(d_model=3, phi=np.pi / 3))), 6)  # (1 - cos φ)/2
+    0.25
+    >>> round(float(log_cone_fraction(d_model=768, min_cos=0.890)), 1)  # Pythia-160m, published min cos
+    -1116.5
+    """
+    d = at_least("d_model", d_model, 2, integer=True)
+    if (phi is None) == (min_cos is None):
+        raise InputError("give exactly one of phi (radians) and min_cos")
+    phi = cone_half_angle(min_cos) if phi is None else in_range("phi", phi, 0, np.pi)
+    d, phi = np.broadcast_arrays(np.asarray(d, dtype=float), np.asarray(phi, dtype=float))
+    narrow = np.minimum(phi, np.pi - phi)  # half-angle of the cone or of its complement
+    log_f = np.asarray(math.log(0.5) + _log_betainc_half((d - 1) / 2, np.sin(narrow) ** 2, np.cos(narrow) ** 2))
+    wide = phi > np.pi / 2
+    log_f[wide] = np.log1p(-np.exp(log_f[wide]))
+    return as_float(log_f)
+
+
+def log_cone_count(*, d_model, phi=None, min_cos=None, r=None, precision: str | None = None, eps=None,
+                   boundary: bool = False):
+    """Cone support: ball numerator plus ln f(φ, d) (SPEC §3 and the paper's refined geometry).
+
+    .. math:: \\ln P \\le d\\ln\\Big(1 + \\frac{2r}{\\varepsilon}\\Big) + \\ln f(\\varphi, d)
+
+    With ``boundary=True`` the volume argument is made rigorous (Euclidean norm, φ < π/2): the
+    ε/2-neighbourhood of a cone is the same cone with its apex moved back by ε/(2 sin φ), so
+
+    .. math:: \\ln P \\le d\\ln\\Big(1 + \\frac{2r}{\\varepsilon} + \\frac{1}{\\sin\\varphi}\\Big)
+              + \\ln f(\\varphi, d),
+
+    and for φ >= π/2 the ball bound (f <= 1; this loses at most ln 2). The extra term is
+    :math:`\\approx d/((1 + 2r/\\varepsilon)\\sin\\varphi)`, under one nat for the paper's models. With an
+    ``exact-*`` precision the float count is multiplied by the volume fraction: a heuristic (float
+    grids are not uniform), without ``boundary``. The cone half-angle from ``min_cos`` is a convention
+    (:func:`cone_half_angle`).
+    """
+    log_f = log_cone_fraction(d_model=d_model, phi=phi, min_cos=min_cos)
+    if not boundary:
+        return log_ball_count(d_model=d_model, r=r, precision=precision, eps=eps) + log_f
+    phi = cone_half_angle(min_cos) if phi is None else np.asarray(phi, dtype=float)
+    if (phi == 0).any():
+        raise InputError("boundary=True needs a cone half-angle phi > 0")
+    rho = radius_over_eps(r=r, precision=precision, eps=eps)
+    narrow = phi < np.pi / 2
+    with np.errstate(divide="ignore"):
+        inflated = np.log1p(2 * rho + np.where(narrow, 1 / np.sin(phi), 0.0))
+    return as_float(_d(d_model) * inflated + np.where(narrow, log_f, 0.0))
+
+
+def _ellipsoid_objective(u, log_s):
+    """½ Σ ln(s_i/(1-τ) + 1/τ) with τ = sigmoid(u): 1/(1-τ) = 1 + e^u, 1/τ = 1 + e^-u."""
+    return 0.5 * np.logaddexp(log_s + np.logaddexp(0.0, u), np.logaddexp(0.0, -u)).sum()
+
+
+def log_ellipsoid_count(*, semi_axes, r=None, precision: str | None = None, eps=None):
+    """Ellipsoid support: ln of the number of points pairwise >= ε apart (Euclidean) in an ellipsoid.
+
+    The ε/2-balls around the points are disjoint and lie in :math:`E + B(\\delta)`, δ = ε/2. For every
+    τ in (0, 1) that Minkowski sum lies in the ellipsoid with semi-axes
+    :math:`c_i = \\sqrt{a_i^2/(1-\\tau) + \\delta^2/\\tau}` (for y in E, z in B(δ):
+    :math:`(y_i + z_i)^2 \\le (1 + t_i) y_i^2 + (1 + 1/t_i) z_i^2` with
+    :math:`t_i = \\delta^2(1-\\tau)/(a_i^2\\tau)` gives :math:`\\sum (y_i+z_i)^2/c_i^2 \\le (1-\\tau) + \\tau`;
+    Kurzhanski and Vályi's outer ellipsoid of a sum). Comparing volumes,
+
+    .. math:: \\ln P \\le \\min_{\\tau\\in(0,1)} \\tfrac12 \\sum_{i=1}^{d}
+              \\ln\\Big(\\frac{(2a_i/\\varepsilon)^2}{1-\\tau} + \\frac{1}{\\tau}\\Big).
+
+    Equal semi-axes a give exactly :math:`d\\ln(1 + 2a/\\varepsilon)` at τ = 1/(1 + 2a/ε), so the bound
+    is never above the ball bound with r = max a_i (every :math:`c_i \\le a_{\\max} + \\delta` there); the
+    returned value is the smaller of that point and a bounded Brent search. The axes may be any
+    orthonormal directions (e.g. principal components): the bound is rotation invariant. A relative
+    precision needs r, the radius that sets ε = r·u; exact float counts do not apply (not a grid).
+
+    >>> round(float(log_ellipsoid_count(semi_axes=[1.0] * 4, r=1.0)), 6) == round(float(log_ball_count(d_model=4)), 6)
+    True
+    """
+    a = at_least("semi_axes", np.atleast_1d(semi_axes), 0)
+    if precision in EXACT:
+        raise InputError("the ellipsoid bound is a volume argument: use a relative or absolute precision")
+    eps = resolve_eps(r=r, precision=precision, eps=eps)
+    with np.errstate(divide="ignore"):
+        log_s = 2 * np.log(2 * a / eps)  # ln (2 a_i / ε)^2, -inf for a zero axis
+    finite = log_s[np.isfinite(log_s)]
+    if not finite.size:
+        return 0.0  # every semi-axis is zero: a single point
+    at_ball = -0.5 * finite.max()  # τ = 1/(1 + 2 a_max/ε), i.e. u = -ln(2 a_max / ε)
+    lo, hi = -0.5 * finite.max() - 1.0, -0.5 * finite.min() + 1.0  # each term's minimiser lies inside
+    res = optimize.minimize_scalar(_ellipsoid_objective, bounds=(lo, hi), args=(log_s,), method="bounded")
+    best = min(_ellipsoid_objective(at_ball, log_s), float(res.fun))
+    return float(best)
+
+
+# --- non-uniform decoder cells ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CellEntropy:
+    """Mean log-share of the decoder cells: the denominator of the refined slope.
+
+    Attributes
+    ----------
+    entropy : H = -(1/|V'|) Σ_{v in V'} ln p_v over tokens with p_v > 0 (nats). H >= ln|V'| (Jensen).
+    n_tokens : |V|, the number of shares given.
+    n_zero : tokens with a zero share (unseen by a Monte-Carlo estimate: they bias H down).
+    """
+
+    entropy: float
+    n_tokens: int
+    n_zero: int
+
+    @property
+    def n_nonzero(self) -> int:
+        return self.n_tokens - self.n_zero
+
+    @property
+    def zero_fraction(self) -> float:
+        return self.n_zero / self.n_tokens
+
+
+def cell_entropy(shares) -> CellEntropy:
+    """H = -mean ln p_v over the tokens with p_v > 0, and how many tokens have p_v = 0.
+
+    ``shares`` (shape (|V|,)) are cell shares or hit counts; they are normalised to sum to 1. Replacing
+    ln|V| by H gives the refined slope C_cells = numerator / H (SPEC §3).
+
+    >>> c = cell_entropy([0.5, 0.25, 0.25, 0.0])
+    >>> round(c.entropy, 6), c.n_zero, round(math.log(3), 6)  # H >= ln|V'| = ln 3
+    (1.155245, 1, 1.098612)
+    """
+    p = at_least("shares", np.asarray(shares, dtype=float).ravel(), 0)
+    total = p.sum()
+    if total <= 0:
+        raise InputError("shares must have a positive sum")
+    seen = p[p > 0] / total
+    return CellEntropy(entropy=float(-np.log(seen).mean()), n_tokens=p.size, n_zero=int(p.size - seen.size))
+
+
+# --- slopes: Corollary 4.6 ----------------------------------------------------------------------
+
+
+def slope(numerator, *, vocab_size=None, entropy=None):
+    """Slope C = numerator / ln|V| (uniform cells) or numerator / H (non-uniform cells, :func:`cell_entropy`).
+
+    >>> round(float(slope(log_ball_count(d_model=2048), vocab_size=50304)), 1)
+    1573.6
+    """
+    if (vocab_size is None) == (entropy is None):
+        raise InputError("give exactly one of vocab_size and entropy")
+    denominator = _ln_vocab(vocab_size) if entropy is None else positive("entropy", entropy)
+    return as_float(np.asarray(numerator) / denominator)
+
+
+def slope_bound(*, d_model, vocab_size, r=None, precision: str | None = None, eps=None):
+    """Corollary 4.6: :math:`C = d \\ln(1 + 2r/\\varepsilon) / \\ln|V|`, so n*(m) <= C·m.
+
+    If every sequence of length n is accessible with m prompt vectors, then
+    :math:`|V|^n \\le (1 + 2r/\\varepsilon)^{dm}`. Relative conventions make C independent of r.
+
+    >>> round(float(slope_bound(d_model=768, vocab_size=50304)), 2)  # Pythia-160m, fp16 relative
+    590.1
+    """
+    return slope(log_ball_count(d_model=d_model, r=r, precision=precision, eps=eps), vocab_size=vocab_size)
+
+
+def _log_geometric_sum(log_k, m):
+    """ln Σ_{k=1}^{m} K^k for ln K > 0: m ln K + ln(1 - K^-m) - ln(1 - K^-1)."""
+    return m * log_k + np.log1p(-np.exp(-m * log_k)) - np.log1p(-np.exp(-log_k))
+
+
+def log_count(*, d_model, m, r=None, precision: str | None = None, eps=None, all_lengths: bool = False):
+    """Theorem 4.5: ln of the number of accessible sequences (of any length) with m prompt vectors.
+
+    .. math:: \\ln|A(m)| \\le d\\,m \\ln(1 + 2r/\\varepsilon)
+
+    whatever the depth, the context length or the number of generation steps. ``all_lengths`` counts
+    prompts of every length 1..m: :math:`\\ln\\sum_{k=1}^m K^k` with :math:`K = (1+2r/\\varepsilon)^d`,
+    which exceeds the fixed-m value by :math:`\\ln(K/(K-1)) < 1/(K-1)`.
+
+    >>> round(to_log10(log_count(d_model=768, m=1)), 1)  # one Pythia-160m vector: 10^2774 sequences
+    2774.4
+    """
+    m = at_least("m", m, 1, integer=True)
+    log_k = log_ball_count(d_model=d_model, r=r, precision=precision, eps=eps)
+    return as_float(_log_geometric_sum(log_k, m) if all_lengths else m * log_k)
+
+
+def n_star_bound(*, m, slope):
+    """Corollary 4.6: the longest n for which all of V^n can be accessible is at most C·m."""
+    return as_float(at_least("m", m, 1, integer=True) * positive("slope", slope))
+
+
+def _log_count_from_slope(m, slope, ln_v, all_lengths):
+    m, slope = at_least("m", m, 1, integer=True), positive("slope", slope)
+    return _log_geometric_sum(slope * ln_v, m) if all_lengths else m * slope * ln_v
+
+
+def log10_fraction_bound(*, n, m, slope, vocab_size, all_lengths: bool = False):
+    """Corollary 4.6 (fixed m): log10 of the bound on the accessible fraction of V^n.
+
+    .. math:: \\frac{|A_n(m)|}{|V|^n} \\le \\min\\big(1, |V|^{-(n - C m)}\\big)
+
+    Flat at 1 up to n = C·m, then divided by |V| per extra token. ``all_lengths`` allows every prompt
+    length 1..m (:func:`log_count`). ``slope`` may come from any numerator (:func:`slope`).
+
+    >>> float(log10_fraction_bound(n=600, m=1, slope=590.1, vocab_size=10))
+    -9.9
+    """
+    ln_v = _ln_vocab(vocab_size)
+    n = at_least("n", n, 0)
+    log_frac = _log_count_from_slope(m, slope, ln_v, all_lengths) - n * ln_v
+    return as_float(np.minimum(0.0, log_frac / LN10))
+
+
+def length_threshold(*, m, slope, vocab_size, delta, all_lengths: bool = False):
+    """Corollary 4.6: the length past which the accessible fraction is below δ.
+
+    .. math:: n(\\delta) = C m + \\frac{\\ln(1/\\delta)}{\\ln|V|}
+
+    >>> float(length_threshold(m=2, slope=100.0, vocab_size=10, delta=0.01))
+    202.0
+    """
+    ln_v = _ln_vocab(vocab_size)
+    delta = in_range("delta", positive("delta", delta), 0, 1)
+    return as_float((_log_count_from_slope(m, slope, ln_v, all_lengths) - np.log(delta)) / ln_v)
+
+
+# --- Corollary 4.10: unbounded context (mean-field) ---------------------------------------------
+
+
+def log_log_measure_packing(*, d_model, r=None, precision: str | None = None, eps=None):
+    """Corollary 4.10: upper bound on ln ln M_∞, M_∞ = ε-packing number of measures on the support.
+
+    Metric: Wasserstein-1 over the norm in which the support S has radius r. Two measures at W1
+    distance below ε are indistinguishable. Construction of a cover with radius below ε/2:
+    (1) an η-net Z of S with η = ε/4 (a maximal η-separated set), of size
+    :math:`K \\le (1 + 8r/\\varepsilon)^d` by the packing lemma; moving each atom to its nearest net point
+    costs W1 < ε/4; (2) weights on Z rounded to multiples of 1/q, q = ⌈K/ε_w⌉, ε_w = ε/(4r), by largest
+    remainders (ℓ1 error < K/q <= ε_w, hence W1 <= r·ℓ1 < ε/4). The cover has at most
+    :math:`\\binom{q + K - 1}{K - 1}` points, so
+
+    .. math:: \\ln M_\\infty \\le K\\,\\big(1 + \\ln(1 + 4r/\\varepsilon)\\big) + 1,\\qquad
+              \\ln\\ln M_\\infty \\le d \\ln(1 + 8r/\\varepsilon)
+              + \\ln\\big(1 + \\ln(1 + 4r/\\varepsilon)\\big) + \\ldots
+
+    Only relative and absolute precisions (the construction needs a metric resolution ε).
+    """
+    rho = radius_over_eps(r=r, precision=precision, eps=eps)  # r/ε
+    log_k = _d(d_model) * np.log1p(2 * rho / NET_RADIUS_FRACTION)
+    log_a = np.log1p(np.log1p(rho / WEIGHT_ERROR_FRACTION))
+    return as_float(np.logaddexp(log_k + log_a, 0.0))  # ln(K·A + 1)
+
+
+def log10_unbounded_threshold(*, d_model, vocab_size, r=None, precision: str | None = None, eps=None):
+    """Corollary 4.10: log10 of the threshold N = ln M_∞ / ln|V|, independent of the prompt length.
+
+    Past N the accessible fraction is at most :math:`|V|^{-(n - N)}` for every prompt length. N itself
+    overflows any float (log10 N ≈ d log10(1 + 8r/ε)): a qualitative statement, unlike Corollary 4.6.
+
+    >>> round(float(log10_unbounded_threshold(d_model=768, vocab_size=50304)))  # Pythia-160m
+    3237
+    """
+    lnln_m = log_log_measure_packing(d_model=d_model, r=r, precision=precision, eps=eps)
+    return as_float((lnln_m - np.log(_ln_vocab(vocab_size))) / LN10)
+
+
+def log10_unbounded_fraction_bound(*, n, d_model, vocab_size, r=None, precision: str | None = None, eps=None):
+    """Corollary 4.10: log10 of min(1, M_∞ / |V|^n), for any prompt length (0 until n passes N)."""
+    ln_v = _ln_vocab(vocab_size)
+    n = at_least("n", n, 0)
+    lnln_m = log_log_measure_packing(d_model=d_model, r=r, precision=precision, eps=eps)
+    with np.errstate(over="ignore", divide="ignore"):
+        log_frac = np.exp(lnln_m) - n * ln_v  # inf - finite = inf when ln M_∞ overflows
+    return as_float(np.minimum(0.0, log_frac / LN10))

@@ -1,0 +1,266 @@
+"""accessibility.precision and accessibility.bounds against independent references.
+
+References: brute-force enumeration of every fp16 / bf16 bit pattern, numpy's float32 rounding and
+``nextafter``, mpmath at 40 digits for the cone fraction, exact big-integer binomials for Corollary
+4.10, and the identities the bounds must satisfy.
+"""
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+
+from accessibility import bounds
+from accessibility.checks import InputError
+from accessibility.precision import (
+    BF16, FP16, FP32, float_count, float_count_between, log_levels, radius_over_eps, resolve_eps,
+)
+
+RNG = np.random.default_rng(12345)
+
+
+def _all_values(fmt):
+    """Every finite value of fp16 or bf16, sorted, +0/-0 merged (np.unique treats them as equal)."""
+    bits = np.arange(2**16, dtype=np.uint32)
+    if fmt is FP16:
+        values = bits.astype(np.uint16).view(np.float16).astype(np.float64)
+    else:  # bf16 = the top 16 bits of an fp32
+        with np.errstate(invalid="ignore"):  # NaN bit patterns
+            values = (bits << 16).view(np.float32).astype(np.float64)
+    return np.unique(values[np.isfinite(values)])
+
+
+def _radii(values):
+    """Radii on, between and beyond the representable values, subnormals included."""
+    pos = values[values > 0]
+    picks = RNG.choice(pos, 300)
+    return np.concatenate([picks, picks * (1 + 1e-3), pos[:5], pos[-3:], [pos[0] / 2, pos[-1] * 3, 1.0, 3.0]])
+
+
+@pytest.mark.parametrize("fmt", [FP16, BF16], ids=["fp16", "bf16"])
+def test_float_count_matches_enumeration(fmt):
+    values = _all_values(fmt)
+    r = _radii(values)
+    brute = np.searchsorted(values, r, side="right") - np.searchsorted(values, -r, side="left")
+    np.testing.assert_array_equal(float_count(fmt, r), brute)
+    assert fmt.max_finite == values[-1] and fmt.smallest_subnormal == values[values > 0][0]
+
+
+@pytest.mark.parametrize("fmt", [FP16, BF16], ids=["fp16", "bf16"])
+def test_float_count_between_matches_enumeration(fmt):
+    values = _all_values(fmt)
+    span = values[np.abs(values) < 1e4]
+    ends = np.sort(np.stack([RNG.choice(span, 400), RNG.choice(span, 400)]), axis=0)
+    ends[:, :100] *= 1 + 1e-3  # some endpoints between representable values
+    ends = np.sort(ends, axis=0)
+    lo, hi = ends
+    brute = np.searchsorted(values, hi, side="right") - np.searchsorted(values, lo, side="left")
+    np.testing.assert_array_equal(float_count_between(fmt, lo, hi), brute)
+
+
+def test_fp32_count_matches_numpy_rounding_and_nextafter():
+    r = np.concatenate([RNG.uniform(0, 100, 200), 10.0 ** RNG.uniform(-44, 38, 200), [1.0, FP32.max_finite]])
+    below = r.astype(np.float32)
+    below = np.where(below.astype(np.float64) > r, np.nextafter(below, np.float32(0)), below)
+    # non-negative fp32 values are ordered like their bit patterns: bits(x) = number of positives <= x
+    expected = 2 * below.view(np.uint32).astype(np.float64) + 1
+    np.testing.assert_array_equal(float_count(FP32, r), expected)
+    # step with nextafter through small ranges: subnormals near 0 and the binade above 1
+    for lo, steps in ((np.float32(0), 700), (np.float32(1), 700)):
+        x = lo
+        for _ in range(steps):
+            x = np.nextafter(x, np.float32(np.inf))
+        assert float_count_between(FP32, float(lo), float(x)) == steps + 1
+
+
+def test_relative_levels_do_not_depend_on_r_and_exact_is_larger():
+    r = 10.0 ** np.linspace(-3, 4, 15)
+    for name, fmt in (("fp16", FP16), ("bf16", BF16), ("fp32", FP32)):
+        assert np.allclose(log_levels(r=r, precision=name), math.log1p(2 / fmt.unit_roundoff))
+        k = fmt.min_exponent + 1  # the exact count equals 2^(p+1) + 1 here and is larger above
+        assert float_count(fmt, 2.0**k) == 2 ** (fmt.precision_bits + 1) + 1
+        big = 2.0 ** np.arange(k + 1, min(fmt.max_exponent, 60))
+        assert (log_levels(r=big, precision=f"exact-{name}") > log_levels(precision=name)).all()
+    assert float_count(FP16, 1.0) == 30721  # fp16 values in [-1, 1]
+    assert resolve_eps(r=2.0) == 2.0 * 2**-11 and radius_over_eps(precision="bf16") == 256
+
+
+def test_precision_input_errors():
+    with pytest.raises(InputError, match="eps"):
+        log_levels(r=1.0, eps=0.0)
+    with pytest.raises(InputError, match="needs r"):
+        log_levels(eps=0.1)
+    with pytest.raises(InputError, match="needs r"):
+        log_levels(precision="exact-fp16")
+    with pytest.raises(InputError, match="not both"):
+        log_levels(r=1.0, precision="fp32", eps=0.1)
+    with pytest.raises(InputError, match="precision must be one of"):
+        log_levels(precision="fp8")
+    with pytest.raises(InputError, match="r must be > 0"):
+        float_count("fp16", -1.0)
+
+
+def _mp_log_cone_fraction(dim, phi):
+    narrow = min(phi, math.pi - phi)
+    with mpmath.workdps(40):
+        a, b = mpmath.mpf(dim - 1) / 2, mpmath.mpf(1) / 2
+        half = mpmath.betainc(a, b, 0, mpmath.sin(narrow) ** 2, regularized=True) / 2
+        return float(mpmath.log(half) if phi <= math.pi / 2 else mpmath.log1p(-half))
+
+
+@pytest.mark.parametrize("dim", [2, 3, 10, 640, 2048, 4096, 8192])
+def test_cone_fraction_matches_mpmath(dim):
+    phis = np.array([1e-3, 0.1, 0.5, 0.9, 1.2, 1.5, 1.5707, math.pi / 2, 1.6, 2.5, 3.1])
+    ours = bounds.log_cone_fraction(d_model=dim, phi=phis)
+    ref = np.array([float(_mp_log_cone_fraction(dim, p)) for p in phis])
+    np.testing.assert_allclose(ours, ref, rtol=5e-13, atol=1e-300)
+
+
+def test_cone_fraction_far_below_underflow_and_min_cos_convention():
+    deep = bounds.log_cone_fraction(d_model=4096, phi=0.5)
+    assert deep < -1000 and np.isfinite(deep)  # exp(-3015) underflows a double
+    assert bounds.log_cone_fraction(d_model=768, min_cos=0.89) == bounds.log_cone_fraction(
+        d_model=768, phi=math.acos(0.89) / 2)
+    assert bounds.log_cone_fraction(d_model=50, phi=math.pi / 2) == pytest.approx(math.log(0.5), abs=1e-15)
+    assert bounds.log_cone_fraction(d_model=50, phi=math.pi) == 0.0
+    assert bounds.log_cone_fraction(d_model=50, phi=0.0) == -np.inf
+    d = np.array([100, 1000, 5000])
+    assert (np.diff(bounds.log_cone_fraction(d_model=d, phi=1.0)) < 0).all()  # narrower share in higher d
+
+
+def test_cone_boundary_term_is_small_and_rigorous_side():
+    plain = bounds.log_cone_count(d_model=2048, min_cos=-0.29)
+    rigorous = bounds.log_cone_count(d_model=2048, min_cos=-0.29, boundary=True)
+    assert 0 < rigorous - plain < 1.0  # the ε/2-neighbourhood costs under one nat here
+    wide = bounds.log_cone_count(d_model=20, phi=2.0, boundary=True)
+    assert wide == pytest.approx(bounds.log_ball_count(d_model=20))
+
+
+def test_box_bound_against_ball():
+    r = 3.0
+    ball = bounds.log_ball_count(d_model=64, r=r)
+    assert bounds.log_box_count(widths=np.full(64, 2 * r), r=r) == pytest.approx(ball, rel=1e-14)
+    widths = RNG.uniform(0, 2 * r, (10, 64))
+    assert (bounds.log_box_count(widths=widths, r=r) <= ball).all()
+    assert bounds.log_box_count(widths=[2.0], eps=0.5) == pytest.approx(math.log(5))  # 5 grid values
+    exact = bounds.log_box_count(lows=np.full(8, -r), highs=np.full(8, r), precision="exact-fp16")
+    assert exact == pytest.approx(bounds.log_ball_count(d_model=8, r=r, precision="exact-fp16"))
+    with pytest.raises(InputError, match="lows and highs"):
+        bounds.log_box_count(widths=[1.0], r=1.0, precision="exact-fp16")
+
+
+def test_ellipsoid_bound():
+    d = 256
+    axes = RNG.uniform(0.01, 2.0, d)
+    r = axes.max()
+    value = bounds.log_ellipsoid_count(semi_axes=axes, r=r)
+    assert value <= bounds.log_ball_count(d_model=d, r=r) + 1e-9
+    assert bounds.log_ellipsoid_count(semi_axes=np.full(d, r), r=r) == pytest.approx(
+        bounds.log_ball_count(d_model=d, r=r), rel=1e-12)
+    # it is the minimum over τ of the outer-ellipsoid volume ratio: compare with a fine grid
+    eps = resolve_eps(r=r)
+    taus = np.logspace(-9, -1e-9, 20001)
+    grid = 0.5 * np.log((2 * axes[:, None] / eps) ** 2 / (1 - taus) + 1 / taus).sum(axis=0)
+    assert grid.min() - 1e-6 <= value <= grid.min() + 1e-3
+    assert bounds.log_ellipsoid_count(semi_axes=[0.0, 0.0], eps=1.0) == 0.0  # a single point
+    segment = bounds.log_ellipsoid_count(semi_axes=[0.0, 1.0], eps=1.0)  # -1, 0, 1 are 1 apart: 3 points
+    assert math.log(3) <= segment <= bounds.log_ball_count(d_model=2, r=1.0, eps=1.0)
+
+
+def test_ellipsoid_outer_containment_holds_on_samples():
+    """The proof's claim: y in E, |z| <= δ  =>  Σ (y_i + z_i)^2 / c_i^2 <= 1 for every τ."""
+    a, delta = RNG.uniform(0.01, 3.0, 6), 0.3
+    for tau in (1e-3, 0.1, 0.5, 0.9):
+        c2 = a**2 / (1 - tau) + delta**2 / tau
+        u = RNG.normal(size=(20000, 6))
+        y = a * u / np.linalg.norm(u, axis=1, keepdims=True)  # boundary of E
+        z = RNG.normal(size=(20000, 6))
+        z = delta * z / np.linalg.norm(z, axis=1, keepdims=True)
+        assert (((y + z) ** 2 / c2).sum(axis=1) <= 1 + 1e-12).all()
+
+
+def test_cell_entropy():
+    shares = RNG.lognormal(sigma=3.0, size=5000)
+    shares[:100] = 0
+    cells = bounds.cell_entropy(shares)
+    p = shares[shares > 0] / shares.sum()
+    assert cells.entropy == pytest.approx(-np.log(p).mean())
+    assert cells.n_zero == 100 and cells.n_nonzero == 4900 and cells.zero_fraction == pytest.approx(0.02)
+    assert cells.entropy >= math.log(cells.n_nonzero)  # Jensen
+    assert bounds.cell_entropy(np.full(7, 3)).entropy == pytest.approx(math.log(7))  # counts are normalised
+    with pytest.raises(InputError):
+        bounds.cell_entropy([0.5, -0.1])
+
+
+def test_slope_and_published_ratio():
+    c = bounds.slope_bound(d_model=2048, vocab_size=50304)
+    assert c == pytest.approx(2048 * math.log(4097) / math.log(50304))
+    assert round(c, 1) == 1573.6 and c / 261.4 == pytest.approx(6.02, abs=0.005)
+    h = 14.71
+    assert bounds.slope(bounds.log_ball_count(d_model=2048), entropy=h) == pytest.approx(c * math.log(50304) / h)
+    # relative precision: r is irrelevant; absolute: C grows like ln(r/ε)
+    assert bounds.slope_bound(d_model=8, vocab_size=10, r=1e5) == bounds.slope_bound(d_model=8, vocab_size=10)
+    assert bounds.slope_bound(d_model=8, vocab_size=10, r=4.0, eps=1.0) == pytest.approx(8 * math.log(9) / math.log(10))
+
+
+def test_theorem_4_5_and_all_lengths():
+    assert bounds.log_count(d_model=3, m=4, r=1.0, eps=0.5) == pytest.approx(12 * math.log(5))
+    for m in (1, 2, 5):
+        direct = math.log(sum(125**j for j in range(1, m + 1)))
+        assert bounds.log_count(d_model=3, m=m, r=1.0, eps=0.5, all_lengths=True) == pytest.approx(direct, rel=1e-13)
+    for m in (1, 3, 10):  # K = 3: the extra term is below ln(K/(K-1)) = ln 1.5, and tends to it
+        extra = bounds.log_count(d_model=1, m=m, r=1.0, eps=1.0, all_lengths=True) - m * math.log(3)
+        assert 0 <= extra < math.log(1.5) and (m < 10 or extra > math.log(1.5) - 1e-4)
+
+
+def test_corollary_4_6_fraction_and_threshold():
+    c, v, m = 12.5, 100, 3
+    n = np.arange(0, 80)
+    log10_frac = bounds.log10_fraction_bound(n=n, m=m, slope=c, vocab_size=v)
+    assert (log10_frac[n <= c * m] == 0).all()
+    past = n > c * m + 1
+    np.testing.assert_allclose(log10_frac[past], -(n[past] - c * m) * 2.0)  # log10 100 = 2 per token
+    assert bounds.n_star_bound(m=m, slope=c) == 37.5
+    n_delta = bounds.length_threshold(m=m, slope=c, vocab_size=v, delta=1e-3)
+    assert n_delta == pytest.approx(37.5 + 1.5)
+    assert bounds.log10_fraction_bound(n=n_delta, m=m, slope=c, vocab_size=v) == pytest.approx(-3.0)
+    # all prompt lengths <= m: less than one token more, and never less
+    small = bounds.length_threshold(m=m, slope=0.3, vocab_size=v, delta=0.1, all_lengths=True)
+    assert 0 < small - bounds.length_threshold(m=m, slope=0.3, vocab_size=v, delta=0.1) < 1
+
+
+def test_corollary_4_10_against_exact_binomial():
+    """ln C(q+K-1, K-1) (the cover size, exact big integers) <= our bound, for tiny supports."""
+    for d, r, eps in ((1, 1.0, 1.0), (1, 2.0, 0.5), (2, 1.0, 1.0)):
+        kk = int((1 + 8 * r / eps) ** d)
+        q = math.ceil(kk / (eps / (4 * r)))
+        exact = math.log(math.comb(q + kk - 1, kk - 1))
+        bound = math.exp(bounds.log_log_measure_packing(d_model=d, r=r, eps=eps))
+        assert exact <= bound <= 2.5 * exact
+    log10_n = bounds.log10_unbounded_threshold(d_model=2048, vocab_size=50304)
+    assert log10_n == pytest.approx(2048 * math.log10(1 + 8 * 2048), rel=1e-3)
+    assert log10_n > math.log10(bounds.slope_bound(d_model=2048, vocab_size=50304) * 1e6)  # far beyond C·m
+    assert bounds.log10_unbounded_fraction_bound(n=1e300, d_model=2048, vocab_size=50304) == 0.0
+    frac = bounds.log10_unbounded_fraction_bound(n=[1, 100], d_model=1, vocab_size=50304, r=1.0, eps=1.0)
+    assert frac[0] == 0.0 and frac[1] < -400
+    with pytest.raises(InputError, match="no ε"):
+        bounds.log_log_measure_packing(d_model=4, r=1.0, precision="exact-fp16")
+
+
+def test_vectorised_shapes_and_input_errors():
+    d = np.array([[768], [2048]])
+    v = np.array([50304, 151936, 262144])
+    assert bounds.slope_bound(d_model=d, vocab_size=v).shape == (2, 3)
+    for kwargs, match in (({"d_model": 0, "vocab_size": 10}, "d_model"),
+                          ({"d_model": 8, "vocab_size": 1}, "vocab_size"),
+                          ({"d_model": 8, "vocab_size": 10, "r": -1.0, "eps": 0.1}, "r must"),
+                          ({"d_model": 8, "vocab_size": 10, "r": 1.0, "eps": -0.1}, "eps must")):
+        with pytest.raises(InputError, match=match):
+            bounds.slope_bound(**kwargs)
+    with pytest.raises(InputError, match="m must"):
+        bounds.log_count(d_model=4, m=0)
+    with pytest.raises(InputError, match="min_cos"):
+        bounds.log_cone_fraction(d_model=4, min_cos=1.5)
+    with pytest.raises(InputError, match="exactly one"):
+        bounds.log_cone_fraction(d_model=4, phi=0.3, min_cos=0.5)

@@ -1,0 +1,112 @@
+"""accessibility.published: the shipped table matches SPEC §6 and reproduces the paper's ratios."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from accessibility import published
+from accessibility.checks import InputError
+
+# SPEC §6 as published (model: d, |V|, PG-19 slope, R², random slope, R²), typed from the spec
+# independently of the CSV so that a typo in either shows up.
+SPEC_SLOPES = {
+    "Pythia-160m": (768, 50304, 90.37, 0.999, 44.13, 0.996),
+    "Pythia-410m": (1024, 50304, 111.14, 0.999, 69.32, 1.000),
+    "Pythia-1b": (2048, 50304, 261.42, 0.998, 137.22, 0.998),
+    "Qwen2.5-0.5B": (896, 151936, 71.02, 0.998, 36.65, 0.998),
+    "Qwen2.5-1.5B": (1536, 151936, 79.56, 0.999, 36.38, 0.995),
+    "Llama-3.2-1B": (2048, 128256, 137.77, 0.992, 71.30, 0.935),
+    "Gemma-3-270m": (640, 262144, 44.54, 0.987, 22.97, 0.989),
+    "Gemma-3-1b-pt": (1152, 262144, 39.50, 0.993, 7.02, 0.613),
+}
+SPEC_TABLE_SLOPES = {"Pythia-160m": 90.4, "Pythia-410m": 112.4, "Pythia-1b": 287.4, "Qwen2.5-0.5B": 71.0,
+                     "Qwen2.5-1.5B": 79.6, "Llama-3.2-1B": 137.8, "Gemma-3-270m": 44.54,
+                     "Pythia-1.4b": 261.4, "Pythia-2.8b": 197.9, "Pythia-6.9b": 283.55}
+SPEC_SUPPORT = {  # L∞ / L2 / L1 max norm, mean cos, min cos
+    "Pythia-160m": (22.45, 271, 7373, 0.982, 0.890), "Pythia-410m": (43.44, 113, 2903, 0.383, -0.196),
+    "Pythia-1b": (57.38, 116, 4138, 0.393, -0.290), "Qwen2.5-0.5B": (226.75, 326, 5075, 0.628, -0.224),
+    "Qwen2.5-1.5B": (155.75, 237, 4078, 0.740, -0.099), "Llama-3.2-1B": (20.91, 107, 3880, 0.413, -0.051),
+    "Gemma-3-270m": (9.95, 51, 1050, 0.056, -0.141), "Pythia-1.4b": (66.94, 120, 4199, 0.400, -0.233),
+    "Pythia-2.8b": (41.56, 119, 4712, 0.357, -0.262), "Pythia-6.9b": (42.16, 115, 5818, 0.349, -0.295),
+}
+SPEC_H = {"Pythia-160m": 12.87, "Pythia-410m": 14.54, "Pythia-1b": 14.71, "Qwen2.5-0.5B": 16.50,
+          "Qwen2.5-1.5B": 16.87, "Llama-3.2-1B": 15.79, "Gemma-3-270m": 13.03}
+
+
+@pytest.fixture(scope="module")
+def table():
+    return published.load_table()
+
+
+def test_table_matches_spec(table):
+    assert isinstance(table, pd.DataFrame) and len(table) == 11
+    for name, (d, v, s_pg, r2_pg, s_rand, r2_rand) in SPEC_SLOPES.items():
+        row = table.loc[name]
+        assert (row.d_model, row.vocab_size) == (d, v)
+        assert (row.slope_pg19, row.r2_pg19, row.slope_random, row.r2_random) == (s_pg, r2_pg, s_rand, r2_rand)
+    for name, slope in SPEC_TABLE_SLOPES.items():
+        assert table.loc[name, "slope_table"] == slope
+    for name, stats in SPEC_SUPPORT.items():
+        assert tuple(table.loc[name, ["linf_max", "l2_max", "l1_max", "mean_cos", "min_cos"]]) == stats
+    assert table["cell_entropy"].dropna().to_dict() == SPEC_H
+    assert table.loc["Pythia-1b", "m_max_pg19"] == 4 and table.loc["Pythia-160m", "m_max_pg19"] == 5
+    assert (table.loc["Pythia-6.9b", "vocab_size"], table.loc["Pythia-2.8b", "d_model"]) == (50432, 2560)
+
+
+def test_published_slopes_are_the_fits_of_the_published_n50():
+    """Least-squares slope of n_50 on m = 1..5 reproduces the figures' slopes and R² (rounding)."""
+    table = published.load_table()
+    for name, column, slope_col, r2_col in (("Pythia-160m", "n50_pg19", "slope_pg19", "r2_pg19"),
+                                            ("Qwen2.5-0.5B", "n50_pg19", "slope_pg19", "r2_pg19"),
+                                            ("Gemma-3-270m", "n50_pg19", "slope_pg19", "r2_pg19"),
+                                            ("Pythia-160m", "n50_random", "slope_random", "r2_random")):
+        n50 = np.array(table.loc[name, column])
+        m = np.arange(1, len(n50) + 1)
+        slope, intercept = np.polyfit(m, n50, 1)
+        r2 = 1 - ((n50 - slope * m - intercept) ** 2).sum() / ((n50 - n50.mean()) ** 2).sum()
+        assert slope == pytest.approx(table.loc[name, slope_col], abs=0.02)
+        assert r2 == pytest.approx(table.loc[name, r2_col], abs=0.0015)
+
+
+def test_disagreements_are_flagged_not_resolved(table):
+    assert table.loc["Pythia-410m", "slope_table"] == 112.4 and table.loc["Pythia-410m", "slope_pg19"] == 111.14
+    assert "112.4" in table.loc["Pythia-410m", "flag"] and "111.14" in table.loc["Pythia-410m", "flag"]
+    assert "287.4" in table.loc["Pythia-1b", "flag"] and "Pythia-1.4b" in table.loc["Pythia-1b", "flag"]
+    assert "261.4" in table.loc["Pythia-1.4b", "flag"]
+    differs = table["table_minus_figure"].abs() > published.ROUNDING_TOLERANCE
+    assert set(table.index[differs]) == {"Pythia-410m", "Pythia-1b"}
+    assert (table.loc[differs.index[differs], "flag"] != "").all()
+
+
+def test_provenance_covers_every_column(table):
+    prov = published.column_provenance()
+    shipped = set(table.columns) - {"table_minus_figure"} | {"name"}
+    assert shipped == set(prov.index)
+    assert "config.json" in prov.loc["d_model", "source"] and "config.json" in prov.loc["vocab_size", "source"]
+    assert prov["source"].notna().all()
+
+
+def test_lookup_is_case_insensitive_and_errors_list_known_names():
+    assert published.lookup("PYTHIA-160M").name == "Pythia-160m"
+    assert published.lookup(" qwen2.5-0.5b ").name == "Qwen2.5-0.5B"
+    assert published.lookup("llama-3.2-1b")["vocab_size"] == 128256
+    with pytest.raises(InputError) as err:
+        published.lookup("gpt-2")
+    assert all(name in str(err.value) for name in published.model_names())
+
+
+def test_theory_table_reproduces_paper_ratios():
+    theory = published.theory_table()
+    c = 2048 * math.log(4097) / math.log(50304)
+    assert theory.loc["Pythia-1.4b", "slope"] == pytest.approx(c) and round(c, 1) == 1573.6
+    assert theory.loc["Pythia-1.4b", "ratio_table"] == pytest.approx(6.02, abs=0.01)
+    ratios = theory["ratio_table"].dropna()
+    assert len(ratios) == 10 and 4.5 < ratios.min() and ratios.max() < 20.4  # inside the paper's range
+    refined = theory["ratio_refined_table"].dropna()
+    assert (refined < theory.loc[refined.index, "ratio_table"]).all()  # cone and cells shrink the gap
+    assert theory.loc["Pythia-160m", "slope_cone"] < theory.loc["Pythia-160m", "slope"]
+    exact = published.theory_table(precision="exact-fp16")
+    assert (exact["slope"].dropna() > theory.loc[exact["slope"].dropna().index, "slope"]).all()
+    assert exact["log10_N_unbounded"].isna().all() and theory["log10_N_unbounded"].notna().all()
