@@ -13,7 +13,7 @@ sync = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(sync)
 
 CHAPTERS = sync.chapters()
-CODE = [c for c in CHAPTERS if "code-cell" in c.read_text()]
+CODE = [c for c in CHAPTERS if c.exists() and "code-cell" in c.read_text()]
 
 
 def _cells(path):
