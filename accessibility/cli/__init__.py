@@ -19,6 +19,10 @@ from accessibility.results import to_json
 #: Command name -> one-line help. Each has a module ``accessibility.cli.<name>``.
 COMMANDS = {
     "bound": "upper bounds of Theorem 4.5 and Corollaries 4.6 / 4.10 for a width, vocabulary and precision",
+    "geometry": "support of a model's final hidden states: radii, cosines, cone, box, ellipsoid and refined slopes",
+    "cells": "decoder-cell shares of a model (argmax or Voronoi), their entropy H and the refined slope",
+    "cram": "cram targets into m soft-prompt vectors: capacities, n_50(m), the linear law and the theory ratio",
+    "copy": "train a model to copy strings: accuracy against length beyond training, copy_n50 with its interval",
 }
 
 
@@ -29,15 +33,20 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; only ``command``'s module is imported (and its flags added), so that
+    ``accessibility bound`` never pays for torch and ``accessibility --help`` stays instant."""
     parser = _Parser(prog="accessibility", description=__doc__.splitlines()[0])
     from accessibility import __version__
 
     parser.add_argument("--version", action="version", version=f"accessibility {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name, help_text in COMMANDS.items():
+        cmd = sub.add_parser(name, help=help_text, description=help_text)
+        if name != command:
+            continue
         module = importlib.import_module(f"accessibility.cli.{name}")
-        cmd = sub.add_parser(name, help=help_text, description=(module.__doc__ or help_text).strip())
+        cmd.description = (module.__doc__ or help_text).strip()
         module.add_arguments(cmd)
         cmd.add_argument("--json", action="store_true", help="print one JSON object instead of text")
         cmd.set_defaults(_run=module.run)
@@ -54,8 +63,9 @@ def format_text(result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    args = build_parser(command).parse_args(argv)
     try:
         result = args._run(args)
     except InputError as err:
