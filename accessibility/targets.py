@@ -1,0 +1,97 @@
+"""Target sequences for cramming, fixed by a seed and independent of the order they are visited in.
+
+Two kinds (SPEC §6):
+
+``random``
+    Uniform random sequences over the model's *real* tokens (padding rows of W_U excluded): the
+    setting of the theory, where every sequence of V^n is equally likely.
+``text``
+    Consecutive chunks of natural English text. The text is the opening chapters of Jane Austen's
+    *Pride and Prejudice* (1813), public domain, shipped with the package as
+    ``accessibility/data/text_pride_and_prejudice.txt`` (provenance and licence in
+    ``text_pride_and_prejudice.LICENSE``): it installs with the package, so no dataset hub is needed.
+    The published protocol used PG-19 validation chunks (also Project Gutenberg books).
+
+Target ``i`` depends only on ``(seed, i)`` (and, for text, on the tokenizer), never on how many
+targets are drawn or which are computed first, so a sweep can be resumed, split or re-batched.
+"""
+
+from __future__ import annotations
+
+from importlib.resources import files
+
+import numpy as np
+import torch
+
+from accessibility.checks import InputError, at_least, one_of
+
+#: Target kinds understood by :func:`make_targets`.
+KINDS = ("random", "text")
+#: Package-data file holding the public-domain text used for ``text`` targets.
+TEXT_FILE = "text_pride_and_prejudice.txt"
+#: Separate random streams (first entry of the seed sequence) so targets and inits never share draws.
+TARGET_STREAM = 1
+INIT_STREAM = 2
+
+
+def rng(seed: int, *keys: int) -> np.random.Generator:
+    """A numpy generator for the stream ``(seed, *keys)``; equal keys give equal draws.
+
+    >>> bool(rng(0, 1, 5).integers(10**9) == rng(0, 1, 5).integers(10**9))
+    True
+    >>> bool(rng(0, 1, 5).integers(10**9) == rng(0, 1, 6).integers(10**9))
+    False
+    """
+    return np.random.default_rng([int(seed), *map(int, keys)])
+
+
+def torch_generator(seed: int, *keys: int) -> torch.Generator:
+    """A CPU torch generator seeded from the stream ``(seed, *keys)``."""
+    return torch.Generator().manual_seed(int(rng(seed, *keys).integers(2**62)))
+
+
+def random_targets(real_token_ids, count: int, n: int, seed: int = 0, start: int = 0) -> torch.Tensor:
+    """``count`` uniform random sequences of length ``n`` over ``real_token_ids``, shape (count, n).
+
+    Row ``j`` is target ``start + j``, drawn from its own stream, so any subset is reproducible alone.
+
+    >>> t = random_targets(range(16), 3, 5, seed=0)
+    >>> t.shape, bool((random_targets(range(16), 1, 5, seed=0, start=2) == t[2]).all())
+    (torch.Size([3, 5]), True)
+    """
+    at_least("count", count, 0, integer=True)
+    at_least("n", n, 1, integer=True)
+    ids = np.asarray(list(real_token_ids), dtype=np.int64)
+    rows = [ids[rng(seed, TARGET_STREAM, i).integers(len(ids), size=n)] for i in range(start, start + count)]
+    return torch.as_tensor(np.stack(rows) if rows else np.zeros((0, n), np.int64))
+
+
+def load_text() -> str:
+    """The shipped public-domain text (Pride and Prejudice, chapters 1-3), whitespace normalised."""
+    raw = (files("accessibility") / "data" / TEXT_FILE).read_text(encoding="utf-8")
+    return " ".join(raw.split())
+
+
+def text_targets(tokenizer, count: int, n: int, seed: int = 0, start: int = 0, text: str | None = None) -> torch.Tensor:
+    """``count`` chunks of ``n`` consecutive tokens of the text, shape (count, n).
+
+    The text is tokenized once (no special tokens) and cut into non-overlapping chunks of ``n``
+    tokens; target ``i`` is chunk ``perm[i]`` of a permutation fixed by ``seed``.
+    """
+    if tokenizer is None:
+        raise InputError("text targets need a tokenizer; this model has none (use kind='random')")
+    ids = tokenizer(text if text is not None else load_text(), add_special_tokens=False)["input_ids"]
+    chunks = len(ids) // n
+    if start + count > chunks:
+        raise InputError(f"the text holds {chunks} chunks of n={n} tokens, asked for targets "
+                         f"{start}..{start + count - 1}; lower --targets or --n-max")
+    order = rng(seed, TARGET_STREAM).permutation(chunks)[start:start + count]
+    return torch.as_tensor(np.array([ids[c * n:(c + 1) * n] for c in order], dtype=np.int64).reshape(count, n))
+
+
+def make_targets(lm, kind: str, count: int, n: int, seed: int = 0, start: int = 0) -> torch.Tensor:
+    """Targets of ``kind`` (``random`` or ``text``) for a loaded model, shape (count, n)."""
+    one_of("kind", kind, KINDS)
+    if kind == "random":
+        return random_targets(lm.info.real_token_ids, count, n, seed=seed, start=start)
+    return text_targets(lm.tokenizer, count, n, seed=seed, start=start)

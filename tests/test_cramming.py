@@ -1,0 +1,226 @@
+"""The cramming engine: batched = independent runs, exact per-row AdamW, frozen weights, certified
+successes, resumable sweeps, and the statistics of the linear law (all on the toy model, seconds)."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+from scipy.stats import binom
+
+from accessibility import cramming as cr
+from accessibility.checks import InputError
+from accessibility.models import load_model
+from accessibility.results import RecordLog
+from accessibility.targets import make_targets, random_targets, text_targets
+
+#: Small search: a handful of stages, every stop reason reachable, about a second per run.
+SMALL = cr.CramConfig.quick(n_max=8, max_steps=50, patience=15)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """The toy model is too small to gain from threads; on a busy machine they cost 20x."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def toy():
+    return load_model("toy")
+
+
+def _outcome(results):
+    return [(r.index, r.capacity, r.capacity_teacher, r.steps, r.steps_run, r.stop) for r in results]
+
+
+def test_adamw_step_matches_torch_per_row():
+    """Two rows that start at different times follow torch.optim.AdamW each, step for step."""
+    gen = torch.Generator().manual_seed(0)
+    start = torch.randn(2, 3, 5, generator=gen, dtype=torch.float64)
+    grads = torch.randn(6, 2, 3, 5, generator=gen, dtype=torch.float64)
+    hp = dict(lr=0.1, betas=(0.9, 0.9), weight_decay=0.01, eps=1e-8)
+    p, ea, eas = start.clone(), torch.zeros_like(start), torch.zeros_like(start)
+    steps = torch.zeros(2, dtype=torch.long)
+    refs = [torch.nn.Parameter(start[i].clone()) for i in range(2)]
+    opts = [torch.optim.AdamW([q], lr=hp["lr"], betas=hp["betas"], weight_decay=hp["weight_decay"],
+                              eps=hp["eps"]) for q in refs]
+    for k in range(6):
+        rows = [0, 1] if k >= 2 else [0]            # row 1 joins two steps late
+        idx = torch.tensor(rows)
+        steps[idx] += 1
+        q, a, b = p[idx], ea[idx], eas[idx]
+        cr.adamw_step(q, grads[k, idx], a, b, steps[idx], **hp)
+        p[idx], ea[idx], eas[idx] = q, a, b
+        for i in rows:
+            refs[i].grad = grads[k, i].clone()
+            opts[i].step()
+    for i in range(2):
+        torch.testing.assert_close(p[i], refs[i].detach(), rtol=1e-12, atol=1e-14)
+
+
+def test_batched_equals_one_at_a_time(toy):
+    """Per-row state, per-row steps and length buckets make a batch bit-identical to separate runs."""
+    cfg = replace(SMALL, n_start=6, growth=2.0, n_max=24)   # stages 6, 12, 24: two length buckets
+    targets = random_targets(toy.info.real_token_ids, 4, cfg.n_max, seed=3)
+    batched = cr.cram(toy, targets, 3, cfg, seed=3, batch_size=3)     # continuous batching: slots refill
+    single = [cr.cram(toy, targets[i:i + 1], 3, cfg, seed=3, indices=[i], batch_size=1)[0] for i in range(4)]
+    assert _outcome(batched) == _outcome(single)
+    assert len({r.stop for r in batched}) >= 2, "the check should cover several stop reasons"
+    assert max(r.capacity for r in batched) >= 12 > min(r.capacity for r in batched), "several buckets"
+    for a, b in zip(batched, single):
+        assert np.array_equal(a.mem, b.mem)
+
+
+def test_weights_frozen_bit_identical(toy):
+    before = {k: v.clone() for k, v in toy.model.state_dict().items()}
+    cr.cram(toy, random_targets(toy.info.real_token_ids, 2, SMALL.n_max), 1, SMALL, batch_size=2)
+    after = toy.model.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    assert all(p.grad is None and not p.requires_grad for p in toy.model.parameters())
+
+
+def _greedy(lm, mem, first, n_new):
+    """Reference greedy decoding without a KV cache: one full forward per token."""
+    seq = [first]
+    emb = lm.model.get_input_embeddings()
+    for _ in range(n_new):
+        x = torch.cat([torch.as_tensor(mem, dtype=torch.float32)[None], emb(torch.tensor([seq]))], 1)
+        seq.append(int(lm.model(inputs_embeds=x).logits[0, -1].argmax()))
+    return seq
+
+
+def test_successes_reproduce_under_greedy_decoding(toy):
+    targets = random_targets(toy.info.real_token_ids, 4, SMALL.n_max, seed=1)
+    results = cr.cram(toy, targets, 2, SMALL, seed=1, batch_size=4)
+    for r, t in zip(results, targets):
+        assert r.certificate["ok"] and r.capacity == r.capacity_teacher >= 3
+        assert _greedy(toy, r.mem, int(t[0]), r.capacity - 1) == t[:r.capacity].tolist()
+        # the snapshot is the prompt of the first step with this prefix: one more pass agrees
+        _, _, plen = cr.teacher_forced(toy, torch.as_tensor(r.mem)[None], t[None], torch.tensor([r.n_max]),
+                                       None, 1)
+        assert int(plen) >= r.capacity
+
+
+def test_first_token_predicted_with_prefix_token(toy):
+    cfg = replace(SMALL, first_token_given=False, prefix=3, n_start=2)
+    targets = random_targets(toy.info.real_token_ids, 2, cfg.n_max, seed=2)
+    for r, t in zip(cr.cram(toy, targets, 2, cfg, seed=2), targets):
+        assert r.certificate["ok"] and r.capacity >= 1
+        assert r.certificate["generated"] == t[:r.capacity].tolist()
+
+
+def test_teacher_forced_prefix_is_leading_run(toy):
+    """The prefix length is the run of correct predictions from the start, capped by each row's length."""
+    targets = random_targets(toy.info.real_token_ids, 3, 10, seed=4)
+    mem = torch.randn(3, 1, toy.info.d_model)
+    lengths = torch.tensor([10, 6, 3])
+    loss, correct, plen = cr.teacher_forced(toy, mem, targets, lengths, None, 1)
+    for i in range(3):
+        x = cr.build_inputs(toy, mem[i:i + 1], targets[i:i + 1, :9], None)
+        pred = toy.model(inputs_embeds=x).logits[0, 1:].argmax(-1)[: lengths[i] - 1]
+        ok = (pred == targets[i, 1:lengths[i]]).tolist() + [False]
+        assert int(plen[i]) == 1 + ok.index(False) and int(correct[i]) == sum(ok)
+    assert torch.isfinite(loss).all()
+
+
+class _Interrupt(Exception):
+    pass
+
+
+class _DyingLog(RecordLog):
+    """A log whose process 'dies' after a few appends (the record is written first)."""
+
+    def __init__(self, path, after):
+        super().__init__(path)
+        self.after = after
+
+    def append(self, record):
+        super().append(record)
+        self.after -= 1
+        if self.after == 0:
+            raise _Interrupt
+
+
+def test_sweep_resumes_without_loss_or_duplicates(toy, tmp_path):
+    cfg = replace(SMALL, max_steps=20)
+    reference = cr.sweep(toy, "random", [1, 2], 3, cfg, seed=5, log=RecordLog(tmp_path / "ref.jsonl"))
+    path = tmp_path / "runs.jsonl"
+    with pytest.raises(_Interrupt):
+        cr.sweep(toy, "random", [1, 2], 3, cfg, seed=5, log=_DyingLog(path, after=4))
+    assert len(RecordLog(path).records()) == 4
+    resumed = cr.sweep(toy, "random", [1, 2], 3, cfg, seed=5, log=RecordLog(path), batch_size=2)
+    keys = [r["key"] for r in RecordLog(path)]
+    assert len(keys) == len(set(keys)) == 6
+    assert resumed == reference
+
+
+def test_targets_fixed_by_seed_not_order():
+    all_ = random_targets(range(50, 70), 6, 9, seed=7)
+    assert torch.equal(random_targets(range(50, 70), 2, 9, seed=7, start=4), all_[4:])
+    assert set(all_.unique().tolist()) <= set(range(50, 70))
+    assert not torch.equal(random_targets(range(50, 70), 6, 9, seed=8), all_)
+
+
+def test_text_targets_are_chunks_of_the_text():
+    words = "one two three four five six seven eight nine ten eleven twelve".split()
+    vocab = {w: i for i, w in enumerate(words)}
+    tok = lambda text, add_special_tokens=False: {"input_ids": [vocab[w] for w in text.split()]}  # noqa: E731
+    t = text_targets(tok, 3, 4, seed=0, text=" ".join(words))
+    assert sorted(t[:, 0].tolist()) == [0, 4, 8] and all((row.diff() == 1).all() for row in t)
+    assert torch.equal(text_targets(tok, 1, 4, seed=0, start=2, text=" ".join(words)), t[2:])
+    with pytest.raises(InputError, match="chunks"):
+        text_targets(tok, 4, 4, text=" ".join(words))
+
+
+def test_text_needs_a_tokenizer(toy):
+    with pytest.raises(InputError, match="tokenizer"):
+        make_targets(toy, "text", 2, 8)
+
+
+def test_presets_and_validation():
+    paper = cr.CramConfig.paper()
+    assert (paper.lr, paper.betas, paper.weight_decay, paper.max_steps, paper.patience) == (1e-2, (0.9, 0.9), 0.01, 3000, 500)
+    assert paper.first_token_given and paper.dtype == "float32"
+    assert cr.CramConfig.quick().lr == 0.1 and cr.CramConfig.quick().max_steps <= 300
+    for bad in (dict(lr=0), dict(dtype="float16"), dict(n_start=1), dict(n_max=4, n_start=8), dict(prefix="bos")):
+        with pytest.raises(InputError):
+            cr.CramConfig(**bad)
+
+
+def test_n50_interval_is_the_binomial_order_statistic():
+    caps = np.arange(1, 17)[::-1]
+    r = cr.n50(caps, confidence=0.95)
+    # exact: the widest symmetric pair of order statistics with two-sided error <= 5 %
+    j = max(j for j in range(1, 9) if binom.cdf(j - 1, 16, 0.5) <= 0.025)
+    assert (r.low, r.high, r.estimate) == (j, 17 - j, 8.5)
+    assert cr.n50([7] * 5).low == -np.inf   # 5 targets cannot give a 95 % interval
+
+
+def test_accessibility_curve_is_a_survival_function():
+    caps = np.random.default_rng(0).integers(1, 40, size=30)
+    acc = cr.accessibility_curve(caps, np.arange(0, 45))
+    assert acc[0] == 1 and acc[-1] == 0 and (np.diff(acc) <= 0).all()
+    assert acc[10] == np.mean(caps >= 10)
+
+
+def test_line_fits_and_bootstrap():
+    with_b = cr.fit_line([1, 2, 4, 8], [7, 12, 22, 42])
+    assert (round(with_b.slope, 9), round(with_b.intercept, 9), round(with_b.r2, 9)) == (5, 2, 1)
+    origin = cr.fit_line([1, 2, 4, 8], [7, 12, 22, 42], intercept=False)
+    assert origin.intercept == 0 and origin.r2 < 1
+    lo, hi = cr.bootstrap_slope({1: [5] * 8, 2: [10] * 8, 4: [20] * 8}, n_boot=50)
+    assert lo == pytest.approx(5) and hi == pytest.approx(5)
+    ns = np.arange(1, 30)
+    assert cr.logistic_n50(ns, 1 / (1 + np.exp((ns - 12.3) / 2))) == pytest.approx(12.3, abs=1e-4)
+
+
+def test_summarize_uses_the_corollary_slope():
+    from accessibility.bounds import slope_bound
+
+    s = cr.summarize({1: [5, 6, 7], 2: [10, 11, 12], 4: [20, 21, 22]}, d_model=64, vocab_size=16, n_boot=20)
+    assert s["slope"] == pytest.approx(5) and s["r2"] == pytest.approx(1) and s["n_points"] == 3
+    assert s["slope_theory"] == pytest.approx(float(slope_bound(d_model=64, vocab_size=16)))
+    assert s["ratio"] == pytest.approx(s["slope_theory"] / 5)
