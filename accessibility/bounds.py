@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 from accessibility.checks import InputError, at_least, in_range, positive
 from accessibility.precision import (  # noqa: F401  (log_levels is part of this module's API)
@@ -235,47 +235,106 @@ def log_cone_count(*, d_model, phi=None, min_cos=None, r=None, precision: str | 
     return as_float(_d(d_model) * inflated + np.where(narrow, log_f, 0.0))
 
 
-def _ellipsoid_objective(u, log_s):
-    """½ Σ ln(s_i/(1-τ) + 1/τ) with τ = sigmoid(u): 1/(1-τ) = 1 + e^u, 1/τ = 1 + e^-u."""
-    return 0.5 * np.logaddexp(log_s + np.logaddexp(0.0, u), np.logaddexp(0.0, -u)).sum()
+def _log_unit_ball_volume(k):
+    """ln ω_k = (k/2) ln π - ln Γ(k/2 + 1): the volume of the Euclidean unit ball of R^k (ω_0 = 1)."""
+    k = np.asarray(k, dtype=float)
+    return 0.5 * k * math.log(math.pi) - special.gammaln(0.5 * k + 1)
 
 
-def log_ellipsoid_count(*, semi_axes, r=None, precision: str | None = None, eps=None):
-    """Ellipsoid support: ln of the number of points pairwise >= ε apart (Euclidean) in an ellipsoid.
+def _log_elementary_symmetric(log_x):
+    """ln e_k(x) for k = 0..d (e_k = sum of the products of k distinct x_i), shape (d + 1,), from ln x."""
+    log_e = np.full(log_x.size + 1, -np.inf)
+    log_e[0] = 0.0
+    for i, value in enumerate(log_x):  # e_k <- e_k + x_i e_{k-1}, d steps of a vector update
+        log_e[1:i + 2] = np.logaddexp(log_e[1:i + 2], log_e[:i + 1] + value)
+    return log_e
 
-    The ε/2-balls around the points are disjoint and lie in :math:`E + B(\\delta)`, δ = ε/2. For every
-    τ in (0, 1) that Minkowski sum lies in the ellipsoid with semi-axes
-    :math:`c_i = \\sqrt{a_i^2/(1-\\tau) + \\delta^2/\\tau}` (for y in E, z in B(δ):
-    :math:`(y_i + z_i)^2 \\le (1 + t_i) y_i^2 + (1 + 1/t_i) z_i^2` with
-    :math:`t_i = \\delta^2(1-\\tau)/(a_i^2\\tau)` gives :math:`\\sum (y_i+z_i)^2/c_i^2 \\le (1-\\tau) + \\tau`;
-    Kurzhanski and Vályi's outer ellipsoid of a sum). Comparing volumes,
 
-    .. math:: \\ln P \\le \\min_{\\tau\\in(0,1)} \\tfrac12 \\sum_{i=1}^{d}
-              \\ln\\Big(\\frac{(2a_i/\\varepsilon)^2}{1-\\tau} + \\frac{1}{\\tau}\\Big).
+def ellipsoid_half_widths(semi_axes, axes):
+    """Half-extent of the ellipsoid along each coordinate: :math:`h_i = \\sqrt{\\sum_j a_j^2 U_{ji}^2}`.
 
-    Equal semi-axes a give exactly :math:`d\\ln(1 + 2a/\\varepsilon)` at τ = 1/(1 + 2a/ε), so the bound
-    is never above the ball bound with r = max a_i (every :math:`c_i \\le a_{\\max} + \\delta` there); the
-    returned value is the smaller of that point and a bounded Brent search. The axes may be any
-    orthonormal directions (e.g. principal components): the bound is rotation invariant. A relative
-    precision needs r, the radius that sets ε = r·u; exact float counts do not apply (not a grid).
+    ``axes`` (shape (k, d)) holds the unit directions of the k semi-axes as rows (e.g. principal
+    components, :func:`accessibility.geometry.ellipsoid_axes`); the ellipsoid lies in the box
+    :math:`\\prod_i [c_i - h_i, c_i + h_i]` around its centre c and touches every face of it.
 
-    >>> round(float(log_ellipsoid_count(semi_axes=[1.0] * 4, r=1.0)), 6) == round(float(log_ball_count(d_model=4)), 6)
-    True
+    >>> ellipsoid_half_widths([3.0, 1.0], [[0.6, 0.8], [-0.8, 0.6]]).round(6).tolist()
+    [1.969772, 2.473863]
     """
-    a = at_least("semi_axes", np.atleast_1d(semi_axes), 0)
+    a = at_least("semi_axes", np.atleast_1d(np.asarray(semi_axes, dtype=float)), 0)
+    u = np.asarray(axes, dtype=float)
+    if u.ndim != 2 or u.shape[0] != a.size:
+        raise InputError(f"axes must have shape (len(semi_axes), d) = ({a.size}, d), got {u.shape}")
+    return np.sqrt(a ** 2 @ u ** 2)
+
+
+def log_ellipsoid_count(*, semi_axes, half_widths=None, r=None, precision: str | None = None, eps=None):
+    """Ellipsoid support: ln of the number of points of an ellipsoid E pairwise >= ε apart in L∞.
+
+    Same separation as :func:`log_ball_count` and :func:`log_box_count` (ε is the smallest step per
+    coordinate), so the four numerators are comparable. Volume argument: the open cubes of side ε
+    centred at the points are disjoint and lie in :math:`E + Q`, :math:`Q = [-\\varepsilon/2,
+    \\varepsilon/2]^d`. Q is a sum of d orthogonal segments of length ε, and adding a segment of length
+    ε along :math:`e_i` to a convex body L adds ε times the volume of the projection of L along
+    :math:`e_i` (Cavalieri), so
+
+    .. math:: \\mathrm{vol}(E + Q) = \\sum_{T \\subseteq \\{1..d\\}} \\varepsilon^{d-|T|}\\,
+              \\mathrm{vol}_{|T|}(\\pi_T E) = \\sum_{T} \\varepsilon^{d-|T|}\\, \\omega_{|T|}
+              \\sqrt{\\det M_{TT}},
+
+    with :math:`\\pi_T` the projection on the coordinates in T, :math:`M = U^\\top \\mathrm{diag}(a^2) U`
+    the shape matrix of E (semi-axes a, directions U) and :math:`\\omega_k` the volume of the unit
+    k-ball. Two bounds on :math:`\\det M_{TT}` give
+
+    .. math:: P \\le \\sum_{k=0}^{d} \\binom{d}{k}\\, \\omega_k \\prod_{j \\le k} \\frac{a_{(j)}}{\\varepsilon}
+              \\quad\\text{and}\\quad
+              P \\le \\sum_{k=0}^{d} \\omega_k\\, e_k\\Big(\\frac{h}{\\varepsilon}\\Big):
+
+    Cauchy interlacing (the eigenvalues of :math:`M_{TT}` are at most the |T| largest :math:`a_{(j)}^2`)
+    for any orientation of E; Hadamard's inequality (:math:`\\det M_{TT} \\le \\prod_{i \\in T} h_i^2`,
+    :math:`h_i = \\sqrt{M_{ii}}` the half-widths, :func:`ellipsoid_half_widths`), when they are given, with
+    :math:`e_k` the elementary symmetric polynomial. The smaller is returned. The second is exact for an
+    axis-aligned ellipsoid. As :math:`\\omega_k \\le 2^k` (the unit ball lies in the cube), the first is
+    at most the ball bound :math:`d\\ln(1 + 2a_{\\max}/\\varepsilon)` and the second at most the box bound
+    :math:`\\sum_i \\ln(1 + 2h_i/\\varepsilon)` of the ellipsoid's bounding box, hence at most
+    :func:`log_ball_count` whenever E fits in the cube :math:`[-r, r]^d`. In one dimension both equal
+    :math:`\\ln(1 + 2a/\\varepsilon)`.
+
+    ``semi_axes`` has shape (..., d): all d semi-axes (zeros for a flat ellipsoid); ``half_widths``
+    shape (d,) (then ``semi_axes`` is one ellipsoid, padded with zeros to d). A relative precision
+    needs r, the radius that sets ε = r·u; exact float counts do not apply (not a grid). Below, an
+    axis-aligned ellipse with semi-axes 2ε and ε: 1 + 2(2 + 1) + 2π (the ε²-cube, the two edge strips
+    and the area), which is exactly vol(E + Q)/ε²; without its orientation the bound is larger.
+
+    >>> bool(np.isclose(log_ellipsoid_count(semi_axes=[1.5], eps=1.0), log_ball_count(d_model=1, r=1.5, eps=1.0)))
+    True
+    >>> round(float(np.exp(log_ellipsoid_count(semi_axes=[2.0, 1.0], eps=1.0))), 4)  # any orientation: 1 + 2·2·2 + 2π
+    15.2832
+    >>> round(float(np.exp(log_ellipsoid_count(semi_axes=[2.0, 1.0], half_widths=[2.0, 1.0], eps=1.0))), 4)
+    13.2832
+    """
+    a = at_least("semi_axes", np.atleast_1d(np.asarray(semi_axes, dtype=float)), 0)
     if precision in EXACT:
         raise InputError("the ellipsoid bound is a volume argument: use a relative or absolute precision")
     eps = resolve_eps(r=r, precision=precision, eps=eps)
-    with np.errstate(divide="ignore"):
-        log_s = 2 * np.log(2 * a / eps)  # ln (2 a_i / ε)^2, -inf for a zero axis
-    finite = log_s[np.isfinite(log_s)]
-    if not finite.size:
-        return 0.0  # every semi-axis is zero: a single point
-    at_ball = -0.5 * finite.max()  # τ = 1/(1 + 2 a_max/ε), i.e. u = -ln(2 a_max / ε)
-    lo, hi = -0.5 * finite.max() - 1.0, -0.5 * finite.min() + 1.0  # each term's minimiser lies inside
-    res = optimize.minimize_scalar(_ellipsoid_objective, bounds=(lo, hi), args=(log_s,), method="bounded")
-    best = min(_ellipsoid_objective(at_ball, log_s), float(res.fun))
-    return float(best)
+    if half_widths is not None:
+        h = at_least("half_widths", np.atleast_1d(np.asarray(half_widths, dtype=float)), 0)
+        if a.ndim != 1 or h.ndim != 1 or a.size > h.size:
+            raise InputError("half_widths needs one ellipsoid: semi_axes (k,) and half_widths (d,) with k <= d")
+        if not np.isclose(np.sum(h ** 2), np.sum(a ** 2), rtol=1e-6):  # trace of M, two ways
+            raise InputError("half_widths do not belong to semi_axes (sum of squares differ)")
+        a = np.concatenate([a, np.zeros(h.size - a.size)])
+    d = a.shape[-1]
+    k = np.arange(d + 1)
+    log_binomial = special.gammaln(d + 1) - special.gammaln(k + 1) - special.gammaln(d - k + 1)
+    with np.errstate(divide="ignore"):  # a zero semi-axis: ln 0 = -inf, its terms vanish
+        log_a = np.log(-np.sort(-a, axis=-1) / eps)  # descending
+    prefix = np.concatenate([np.zeros(a.shape[:-1] + (1,)), np.cumsum(log_a, axis=-1)], axis=-1)
+    best = special.logsumexp(log_binomial + _log_unit_ball_volume(k) + prefix, axis=-1)  # interlacing
+    if half_widths is not None:
+        with np.errstate(divide="ignore"):
+            log_e = _log_elementary_symmetric(np.log(h / eps))
+        best = min(float(best), float(special.logsumexp(log_e + _log_unit_ball_volume(k))))  # Hadamard
+    return as_float(best)
 
 
 # --- non-uniform decoder cells ------------------------------------------------------------------

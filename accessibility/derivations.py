@@ -3,7 +3,8 @@
 Each function returns a SymPy expression built from symbols with assumptions (``positive=True``,
 ``integer=True``), derived step by step rather than typed in: the packing lemma from a ratio of ball
 volumes, Theorem 4.5 as an m-fold product, Corollary 4.6 by solving :math:`|V|^n \\le (1+2r/\\varepsilon)^{dm}`
-for n, Corollary 4.10 from the size of a cover of the probability measures. ``sympy.latex`` renders
+for n, Corollary 4.10 from the size of a cover of the probability measures, the ellipsoid's
+L∞ count by Cavalieri's principle. ``sympy.latex`` renders
 each for the book; ``tests/test_derivations.py`` lambdifies them and compares with the fast numeric
 versions in :mod:`accessibility.bounds` (one truth, two paths).
 
@@ -24,8 +25,6 @@ V = sympy.Symbol("|V|", positive=True, integer=True)
 #: Summation index, size K of a finite set, excess q = K - 1 > 0.
 k = sympy.Symbol("k", positive=True, integer=True)
 K, q = sympy.symbols("K q", positive=True)
-#: Ellipsoid semi-axis a, offset δ' = ε/2 and the free parameter τ of the outer ellipsoid.
-a, half_eps, tau = sympy.symbols("a delta' tau", positive=True)
 _t = sympy.Symbol("t", positive=True)
 
 
@@ -161,13 +160,41 @@ def cone_fraction(dim: int):
     return sympy.simplify(sympy.integrate(integrand, (_t, 0, phi)) / sympy.integrate(integrand, (_t, 0, sympy.pi)))
 
 
-def ellipsoid_outer_semi_axis():
-    """Semi-axis :math:`c = \\sqrt{a^2/(1-\\tau) + \\delta'^2/\\tau}` of an ellipsoid containing E + B(δ').
+def unit_ball_volume(dim):
+    """Volume :math:`\\omega_k = \\pi^{k/2}/\\Gamma(k/2 + 1)` of the Euclidean unit ball of R^k.
 
-    Minimised over τ at τ = δ'/(a + δ'), where it equals a + δ' (the ball case of the packing lemma).
-
-    >>> c = ellipsoid_outer_semi_axis()
-    >>> sympy.simplify(c.subs(tau, half_eps / (a + half_eps)))
-    a + delta'
+    >>> [unit_ball_volume(k) for k in range(4)]
+    [1, 2, pi, 4*pi/3]
     """
-    return sympy.sqrt(a**2 / (1 - tau) + half_eps**2 / tau)
+    half = sympy.Rational(dim, 2)
+    return sympy.pi**half / sympy.gamma(half + 1)
+
+
+def _with_segments(semi_axes, segments):
+    """Volume of an axis-aligned ellipsoid plus segments [0, ε] along the coordinates ``segments``.
+
+    Cavalieri: adding a segment of length ε along coordinate j adds ε times the volume of the
+    projection along j, which is the ellipsoid without axis j plus the remaining segments.
+    """
+    if not segments:
+        return unit_ball_volume(len(semi_axes)) * sympy.Mul(*semi_axes)
+    j, rest = segments[0], segments[1:]
+    return _with_segments(semi_axes, rest) + eps * _with_segments(
+        [x for x in semi_axes if x != j], [x for x in rest if x != j])
+
+
+def ellipsoid_cube_count(dim: int):
+    """:math:`\\mathrm{vol}(E + [-\\varepsilon/2, \\varepsilon/2]^d)/\\varepsilon^d` for an axis-aligned ellipsoid E.
+
+    The L∞ packing count of the ellipsoid (:func:`accessibility.bounds.log_ellipsoid_count`), derived by
+    adding the cube one segment at a time; semi-axes ``a_1 .. a_dim``. Equals
+    :math:`\\sum_T \\omega_{|T|} \\prod_{i \\in T} a_i/\\varepsilon`; in one dimension it is the packing lemma,
+    and with :math:`\\omega_k` replaced by its bounding cube's volume :math:`2^k` it is the box count.
+
+    >>> ellipsoid_cube_count(1)
+    2*a_1/varepsilon + 1
+    >>> sympy.expand(ellipsoid_cube_count(2) * eps**2)
+    pi*a_1*a_2 + 2*a_1*varepsilon + 2*a_2*varepsilon + varepsilon**2
+    """
+    semi = list(sympy.symbols(f"a_1:{dim + 1}", positive=True))
+    return sympy.expand(_with_segments(semi, semi) / eps**dim)

@@ -10,7 +10,8 @@ last-position hidden state** h of random prompts, and measures the region (SPEC 
   number of samples, unlike one giant Gram matrix);
 * the half-angle of the enclosing cone around the mean direction (a true containment) and the
   published convention arccos(min cos)/2 (:func:`accessibility.bounds.cone_half_angle`);
-* principal axes and the semi-axes of the enclosing ellipsoid of covariance shape;
+* principal axes and the semi-axes of the enclosing ellipsoid of covariance shape, and its
+  half-widths along the coordinates (its bounding box);
 
 for each prompt length ℓ, and for all lengths pooled. :func:`refined_slopes` turns them into the
 slopes C of Corollary 4.6 for the ball, box, cone and ellipsoid supports through
@@ -243,6 +244,7 @@ class SupportStats:
     lows: np.ndarray = field(repr=False)
     highs: np.ndarray = field(repr=False)
     semi_axes: np.ndarray = field(repr=False)
+    ellipsoid_half_widths: np.ndarray = field(repr=False)  # (d_model,), :func:`bounds.ellipsoid_half_widths`
     ellipsoid_rank: int
 
     @property
@@ -273,13 +275,14 @@ def support_stats(h: torch.Tensor, length: int | None = None, chunk: int = COSIN
     """
     finite_tensor("hidden states", h)
     h = h.float()
-    _, semi, rank = ellipsoid_axes(h)
+    axes, semi, rank = ellipsoid_axes(h)
     cos = pairwise_cosines(h, chunk)
     return SupportStats(
         length=length, samples=h.shape[0], d_model=h.shape[1],
         r_inf=float(h.abs().max()), r_2=float(h.norm(dim=1).max()), r_1=float(h.abs().sum(1).max()),
         mean_cos=cos.mean, min_cos=cos.min, cone_angle=enclosing_cone_angle(h),
-        lows=h.min(0).values.numpy(), highs=h.max(0).values.numpy(), semi_axes=semi, ellipsoid_rank=rank,
+        lows=h.min(0).values.numpy(), highs=h.max(0).values.numpy(), semi_axes=semi,
+        ellipsoid_half_widths=bounds.ellipsoid_half_widths(semi, axes), ellipsoid_rank=rank,
     )
 
 
@@ -326,8 +329,9 @@ def measure_geometry(loaded, config: GeometryConfig | None = None, *, progress: 
 class RefinedSlopes:
     """Slopes C of Corollary 4.6 for each support (tokens per prompt vector) and their numerators (nats).
 
-    ``ellipsoid`` is None when there are too few samples to see its shape (samples <= d) or the precision is an exact
-    float count (the ellipsoid bound is a volume argument).
+    Every numerator counts points pairwise at least ε apart in L∞ (ε the step per coordinate), so they
+    compare term by term. ``ellipsoid`` is None when there are too few samples to see its shape
+    (samples <= d) or the precision is an exact float count (the ellipsoid bound is a volume argument).
     """
 
     precision: str
@@ -347,8 +351,9 @@ def refined_slopes(stats: SupportStats, *, vocab_size: int, precision: str = "fp
     .. math:: C_{\\text{support}} = \\frac{\\ln P_{\\text{support}}(r, \\varepsilon)}{\\ln|V|\\ \\text{or}\\ H}
 
     r is the measured L∞ radius (it sets ε = r·u for a relative precision). The cone uses the
-    enclosing half-angle around the mean direction; ``cone_published`` uses arccos(min cos)/2.
-    ``entropy`` (the decoder-cell H of :mod:`accessibility.cells`) replaces ln|V| when given.
+    enclosing half-angle around the mean direction; ``cone_published`` uses arccos(min cos)/2. The
+    ellipsoid is the enclosing one of covariance shape (:func:`ellipsoid_axes`), counted with its
+    half-widths (:func:`accessibility.bounds.log_ellipsoid_count`). ``entropy`` (the decoder-cell H of :mod:`accessibility.cells`) replaces ln|V| when given.
     """
     kw = dict(r=stats.r_inf, precision=precision, eps=eps)
     exact = precision.startswith("exact")
@@ -358,7 +363,8 @@ def refined_slopes(stats: SupportStats, *, vocab_size: int, precision: str = "fp
         "cone": bounds.log_cone_count(d_model=stats.d_model, phi=stats.cone_angle, **kw),
         "cone_published": bounds.log_cone_count(d_model=stats.d_model, min_cos=stats.min_cos, **kw),
         "ellipsoid": (None if exact or stats.samples <= stats.d_model
-                      else bounds.log_ellipsoid_count(semi_axes=stats.semi_axes, **kw)),
+                      else bounds.log_ellipsoid_count(semi_axes=stats.semi_axes,
+                                                      half_widths=stats.ellipsoid_half_widths, **kw)),
     }
     denom = math.log(vocab_size) if entropy is None else float(entropy)
     slopes = {k: (None if v is None else float(bounds.slope(v, **(

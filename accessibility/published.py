@@ -32,6 +32,8 @@ ROUNDING_TOLERANCE = 0.05
 #: theory/experiment slope ratios lie between about 4.5 and 20.4, and the refined geometries shrink
 #: the gap from about 10x to about 5-6x.
 PAPER_RATIO_RANGE = (4.5, 20.4)
+#: The theory/experiment slope ratio the paper quotes for Pythia-1.4b (fp16 ball bound over the table slope).
+PAPER_RATIO_PYTHIA_1_4B = 6.0
 PAPER_GAP_BALL = 10.0
 PAPER_GAP_REFINED = (5.0, 6.0)
 

@@ -150,34 +150,107 @@ def test_box_bound_against_ball():
         bounds.log_box_count(widths=[1.0], r=1.0, precision="exact-fp16")
 
 
-def test_ellipsoid_bound():
-    d = 256
-    axes = RNG.uniform(0.01, 2.0, d)
-    r = axes.max()
-    value = bounds.log_ellipsoid_count(semi_axes=axes, r=r)
-    assert value <= bounds.log_ball_count(d_model=d, r=r) + 1e-9
-    assert bounds.log_ellipsoid_count(semi_axes=np.full(d, r), r=r) == pytest.approx(
-        bounds.log_ball_count(d_model=d, r=r), rel=1e-12)
-    # it is the minimum over τ of the outer-ellipsoid volume ratio: compare with a fine grid
-    eps = resolve_eps(r=r)
-    taus = np.logspace(-9, -1e-9, 20001)
-    grid = 0.5 * np.log((2 * axes[:, None] / eps) ** 2 / (1 - taus) + 1 / taus).sum(axis=0)
-    assert grid.min() - 1e-6 <= value <= grid.min() + 1e-3
+def _rotation(d, rng):
+    q, r = np.linalg.qr(rng.normal(size=(d, d)))
+    return q * np.sign(np.diag(r))  # a uniformly random orthogonal matrix; rows are the axes
+
+
+def _grid_count(center, axes, semi, eps, offset):
+    """Brute force: points of the grid offset + ε·Z^d inside the ellipsoid (axes as rows)."""
+    reach = bounds.ellipsoid_half_widths(semi, axes)
+    ranges = [np.arange(np.floor((c - h - o) / eps), np.ceil((c + h - o) / eps) + 1)
+              for c, h, o in zip(center, reach, offset)]
+    points = offset + eps * np.stack(np.meshgrid(*ranges, indexing="ij"), -1).reshape(-1, len(center))
+    y = (points - center) @ axes.T / semi  # coordinates in units of the semi-axes
+    return int((np.sum(y**2, axis=1) <= 1).sum())
+
+
+@pytest.mark.parametrize("d, trials", [(2, 300), (3, 80)])
+def test_ellipsoid_bound_never_below_a_brute_force_grid_count(d, trials):
+    """Grid points are pairwise ε apart in L∞: however the ellipsoid is placed, rotated or the grid
+    shifted, their number never exceeds the bound (with or without the half-widths)."""
+    rng = np.random.default_rng(d)
+    eps, worst = 1.0, 0.0
+    for _ in range(trials):
+        semi = rng.uniform(0.05, 6.0, d) * eps
+        axes = _rotation(d, rng)
+        center = rng.uniform(-3, 3, d)
+        reach = bounds.ellipsoid_half_widths(semi, axes)
+        rotation_free = bounds.log_ellipsoid_count(semi_axes=semi, eps=eps)
+        oriented = bounds.log_ellipsoid_count(semi_axes=semi, half_widths=reach, eps=eps)
+        assert oriented <= rotation_free + 1e-12
+        count = max(_grid_count(center, axes, semi, eps, rng.uniform(0, eps, d)) for _ in range(8))
+        assert count <= math.exp(oriented) * (1 + 1e-12)
+        worst = max(worst, count / math.exp(oriented))
+    assert worst > 0.5  # the bound is not vacuous: some placements come close to it
+
+
+def test_ellipsoid_bound_is_tight_for_a_large_axis_aligned_ellipse():
+    """Axis-aligned, it is exactly vol(E + Q)/ε²; the mean grid count over random shifts is vol(E)/ε²."""
+    rng = np.random.default_rng(7)
+    semi, eps = np.array([40.0, 25.0]), 1.0
+    counts = [_grid_count(np.zeros(2), np.eye(2), semi, eps, rng.uniform(0, eps, 2)) for _ in range(100)]
+    bound = math.exp(bounds.log_ellipsoid_count(semi_axes=semi, half_widths=semi, eps=eps))
+    assert bound == pytest.approx(math.pi * 40 * 25 + 2 * (40 + 25) + 1, rel=1e-12)
+    assert max(counts) <= bound < 1.05 * np.mean(counts)
+    assert np.mean(counts) == pytest.approx(math.pi * 40 * 25, rel=0.01)
+
+
+def test_ellipse_plus_square_area_from_the_support_function():
+    """Independent check of the Cavalieri step in 2-D: area(E + Q) from its support function
+    h_E(u) + (ε/2)|u|_1 (A = ½∮(h² - h'²)dθ) equals πa₁a₂ + 2ε(h₁ + h₂) + ε², which both bounds exceed."""
+    rng = np.random.default_rng(11)
+    theta = np.linspace(0, 2 * np.pi, 400_001)[:-1]
+    dt = theta[1] - theta[0]
+    u = np.stack([np.cos(theta), np.sin(theta)], 1)
+    du = np.stack([-np.sin(theta), np.cos(theta)], 1)
+    for _ in range(5):
+        semi, eps, axes = rng.uniform(0.2, 3.0, 2), rng.uniform(0.2, 1.5), _rotation(2, rng)
+        shape = axes.T @ np.diag(semi**2) @ axes  # M, the shape matrix
+        h_e = np.sqrt(np.einsum("ni,ij,nj->n", u, shape, u))
+        h = h_e + eps / 2 * np.abs(u).sum(1)
+        dh = np.einsum("ni,ij,nj->n", du, shape, u) / h_e + eps / 2 * (np.sign(u) * du).sum(1)
+        area = 0.5 * np.sum(h**2 - dh**2) * dt
+        reach = bounds.ellipsoid_half_widths(semi, axes)
+        assert area == pytest.approx(math.pi * semi.prod() + 2 * eps * reach.sum() + eps**2, rel=1e-5)
+        for kw in ({}, {"half_widths": reach}):
+            assert math.exp(bounds.log_ellipsoid_count(semi_axes=semi, eps=eps, **kw)) >= area / eps**2 * (1 - 1e-9)
+
+
+@pytest.mark.parametrize("d", [1, 2, 5, 64, 160])
+def test_ellipsoid_bound_never_above_ball_or_box_when_it_fits_in_the_cube(d):
+    rng = np.random.default_rng(d)
+    r = 3.0
+    ball = bounds.log_ball_count(d_model=d, r=r)  # fp16 relative: ε = r·2^-11
+    for scale in (1.0, 1e-3, 1e-5):  # large, medium and sub-ε ellipsoids
+        semi = rng.uniform(0, 1, d) ** 3 * scale
+        axes = _rotation(d, rng)
+        reach = bounds.ellipsoid_half_widths(semi, axes)
+        semi, reach = semi * r / reach.max(), reach * r / reach.max()  # touches the cube [-r, r]^d
+        value = bounds.log_ellipsoid_count(semi_axes=semi, half_widths=reach, r=r)
+        assert value <= bounds.log_box_count(widths=2 * reach, r=r) + 1e-9 <= ball + 2e-9
+        assert bounds.log_ellipsoid_count(semi_axes=semi, r=r) <= d * math.log1p(2 * semi.max() / (r * 2**-11)) + 1e-9
+    equal = bounds.log_ellipsoid_count(semi_axes=np.full(d, r), half_widths=np.full(d, r), r=r)
+    if d == 1:
+        assert equal == pytest.approx(ball, rel=1e-12)  # a segment: the packing lemma itself
+    else:  # the inscribed Euclidean ball loses about ln(2^d/ω_d) against the cube
+        assert equal < ball and ball - equal == pytest.approx(d * math.log(2) - float(bounds._log_unit_ball_volume(d)),
+                                                              rel=0.05)
+
+
+def test_ellipsoid_degenerate_cases_vectorised_and_errors():
     assert bounds.log_ellipsoid_count(semi_axes=[0.0, 0.0], eps=1.0) == 0.0  # a single point
-    segment = bounds.log_ellipsoid_count(semi_axes=[0.0, 1.0], eps=1.0)  # -1, 0, 1 are 1 apart: 3 points
-    assert math.log(3) <= segment <= bounds.log_ball_count(d_model=2, r=1.0, eps=1.0)
-
-
-def test_ellipsoid_outer_containment_holds_on_samples():
-    """The proof's claim: y in E, |z| <= δ  =>  Σ (y_i + z_i)^2 / c_i^2 <= 1 for every τ."""
-    a, delta = RNG.uniform(0.01, 3.0, 6), 0.3
-    for tau in (1e-3, 0.1, 0.5, 0.9):
-        c2 = a**2 / (1 - tau) + delta**2 / tau
-        u = RNG.normal(size=(20000, 6))
-        y = a * u / np.linalg.norm(u, axis=1, keepdims=True)  # boundary of E
-        z = RNG.normal(size=(20000, 6))
-        z = delta * z / np.linalg.norm(z, axis=1, keepdims=True)
-        assert (((y + z) ** 2 / c2).sum(axis=1) <= 1 + 1e-12).all()
+    segment = bounds.log_ellipsoid_count(semi_axes=[1.0, 0.0], half_widths=[1.0, 0.0], eps=1.0)
+    assert math.exp(segment) == pytest.approx(3.0)  # -1, 0, 1: exact for an axis-aligned flat ellipse
+    batch = RNG.uniform(0, 2, (4, 7))
+    np.testing.assert_allclose(bounds.log_ellipsoid_count(semi_axes=batch, eps=0.1),
+                               [bounds.log_ellipsoid_count(semi_axes=row, eps=0.1) for row in batch], rtol=1e-14)
+    big = bounds.log_ellipsoid_count(semi_axes=np.full(4096, 50.0), r=50.0)  # no overflow in high d
+    assert np.isfinite(big) and big < bounds.log_ball_count(d_model=4096)
+    with pytest.raises(InputError, match="volume argument"):
+        bounds.log_ellipsoid_count(semi_axes=[1.0], r=1.0, precision="exact-fp16")
+    with pytest.raises(InputError, match="do not belong"):
+        bounds.log_ellipsoid_count(semi_axes=[1.0, 1.0], half_widths=[3.0, 0.0], eps=1.0)
 
 
 def test_cell_entropy():

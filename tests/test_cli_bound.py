@@ -48,6 +48,8 @@ def test_model_lookup_reproduces_published_ratio(capsys):
     assert round(out["slope"], 1) == 1573.6
     assert out["published_slope_table"] == 261.4 and out["ratio_table"] == pytest.approx(6.02, abs=0.01)
     assert out["min_cos"] == -0.233 and "slope_cone" in out and "published_flag" in out
+    absolute = _json(capsys, "--model", "pythia-160m", "--eps", "0.01")  # the published radius is r
+    assert absolute["r"] == 22.45 and absolute["slope"] == pytest.approx(768 * math.log1p(2 * 22.45 / 0.01) / math.log(50304))
     text_main = main(["bound", "--model", "gemma-3-270m"])
     assert text_main == 0 and "slope_cells:" in capsys.readouterr().out
 

@@ -57,12 +57,21 @@ def test_cone_fraction_integral_matches_incomplete_beta(dim):
     np.testing.assert_allclose(bounds.log_cone_fraction(d_model=dim, phi=phis), reference, rtol=1e-13)
 
 
-def test_ellipsoid_outer_semi_axis_is_minimal_at_the_ball_point():
-    c2 = D.ellipsoid_outer_semi_axis() ** 2
-    critical = sympy.solve(sympy.diff(c2, D.tau), D.tau)
-    best = D.half_eps / (D.a + D.half_eps)
-    assert any(sympy.simplify(t - best) == 0 for t in critical)
-    assert sympy.simplify(sympy.sqrt(c2.subs(D.tau, best)) - (D.a + D.half_eps)) == 0
+@pytest.mark.parametrize("dim", [1, 2, 3, 4])
+def test_ellipsoid_cube_count_is_the_subset_sum_and_agrees_with_bounds(dim):
+    """Cavalieri, derived in SymPy, equals the closed sum over coordinate subsets and the numeric
+    bound for axis-aligned ellipsoids (where the half-widths are the semi-axes and it is exact)."""
+    count = D.ellipsoid_cube_count(dim)
+    semi = sorted(count.free_symbols - {D.eps}, key=str)
+    closed = sum(D.unit_ball_volume(len(t)) * sympy.Mul(*t) / D.eps ** len(t)
+                 for size in range(dim + 1) for t in itertools.combinations(semi, size))
+    assert sympy.simplify(count - closed) == 0
+    f = sympy.lambdify((*semi, D.eps), count, "math")
+    rng = np.random.default_rng(dim)
+    for _ in range(20):
+        a, eps = rng.uniform(0, 5, dim), rng.uniform(0.1, 2)
+        ours = bounds.log_ellipsoid_count(semi_axes=a, half_widths=a, eps=eps)
+        assert ours == pytest.approx(math.log(f(*a, eps)), rel=1e-12)
 
 
 def _lambdify(expr):

