@@ -339,7 +339,7 @@ def plot_copy_accuracy(evals: dict, train_lengths, *, char: bool = False):
     """
     fig, ax = new_figure()
     low, high = train_lengths
-    ax.axvspan(low, high, color="0.85", zorder=0, label=f"training lengths {low}..{high}")
+    ax.axvspan(low, high, color="0.9", zorder=0, label=f"training lengths {low}..{high}")
     ax.axvline(1.5 * high, color="0.5", lw=0.8, ls=":")
     colors = sns.color_palette("colorblind", len(evals))
     for color, (label, e) in zip(colors, evals.items()):
@@ -347,6 +347,8 @@ def plot_copy_accuracy(evals: dict, train_lengths, *, char: bool = False):
         ax.fill_between(e.lengths, e.ci_low, e.ci_high, color=color, alpha=0.2, lw=0)
         if char:
             ax.plot(e.lengths, e.char_accuracy, "--", color=color, lw=1)
+    if char:
+        ax.plot([], [], "--", color="0.3", lw=1, label="character accuracy (dashed)")
     ax.set(xlabel="string length ℓ (letters)", ylabel="exact-match string accuracy", ylim=(-0.03, 1.03),
            xlim=(0, None))
     ax.legend(fontsize=8)

@@ -1,0 +1,87 @@
+"""Train a model to copy strings and measure where copying breaks (SPEC §7).
+
+Trains (or loads from the cache) one copy model of the chosen architecture on string lengths in
+--train-lengths, evaluates exact-match string accuracy and character accuracy at --eval-lengths, and
+reports copy_n50, the length where string accuracy crosses 50%, with its interval. Flags left out
+take the preset's values; --preset quick runs on a CPU in minutes, --preset paper is the published
+Pythia-160m fine-tuning (a GPU and the model on disk, or --allow-download).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+#: The choices of --arch: ``accessibility.copy_models.ARCHITECTURES``, repeated here so that
+#: ``--help`` does not import torch (a test keeps the two equal).
+ARCHITECTURES = ("rope", "nope", "alibi", "lstm")
+#: Flags named after (and overriding) fields of CopyConfig, then of its CopyModelConfig.
+CONFIG_FLAGS = ("train_lengths", "eval_lengths", "eval_strings", "max_steps", "lr", "rows", "row_tokens",
+                "stop_strings", "seed")
+MODEL_FLAGS = ("d_model", "n_layers", "n_heads", "mlp_ratio")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--arch", choices=ARCHITECTURES, default="rope",
+                        help="positional encoding of the transformer (rope, nope, alibi) or the lstm baseline")
+    parser.add_argument("--preset", choices=("quick", "paper"), default="quick",
+                        help="quick: width 128, 2 layers, lengths 5..20 (CPU); paper: Pythia-160m, lengths 5..50")
+    parser.add_argument("--train-lengths", type=int, nargs=2, metavar=("A", "B"),
+                        help="train on string lengths uniform in [A, B]")
+    parser.add_argument("--eval-lengths", type=int, nargs="+", metavar="N", help="string lengths to evaluate")
+    parser.add_argument("--eval-strings", type=int, help="strings per evaluation length")
+    parser.add_argument("--max-steps", type=int, help="training steps at most")
+    parser.add_argument("--lr", type=float, help="peak AdamW learning rate")
+    parser.add_argument("--rows", type=int, help="rows per training batch")
+    parser.add_argument("--row-tokens", type=int, help="packed tokens per training row")
+    parser.add_argument("--stop-strings", type=int,
+                        help="held-out strings of the maximum length that must all be copied to stop")
+    parser.add_argument("--d-model", type=int, help="model width")
+    parser.add_argument("--n-layers", type=int, help="transformer blocks or LSTM layers")
+    parser.add_argument("--n-heads", type=int, help="attention heads")
+    parser.add_argument("--mlp-ratio", type=int, help="MLP width over model width (transformers)")
+    parser.add_argument("--seed", type=int, help="seed of the initialisation and of every string")
+    parser.add_argument("--out", help="folder of trained models and results (default: the package cache)")
+    parser.add_argument("--save", help="also write config, command and full evaluation to this JSON file")
+    parser.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda")
+    parser.add_argument("--threads", type=int, help="torch threads (1 is often fastest on a busy CPU)")
+    parser.add_argument("--retrain", action="store_true", help="train again even if a cached model exists")
+    parser.add_argument("--allow-download", action="store_true", help="let --preset paper fetch Pythia-160m")
+    parser.add_argument("--progress", action="store_true", help="show a progress bar")
+
+
+def config_from_args(args):
+    """The :class:`~accessibility.copying.CopyConfig` the flags describe."""
+    from dataclasses import replace
+
+    from accessibility.checks import InputError
+    from accessibility.copying import CopyConfig
+
+    if args.preset == "paper":
+        config = CopyConfig.paper(args.arch, allow_download=args.allow_download)
+    else:
+        config = CopyConfig.quick(args.arch)
+    model_changes = {k: getattr(args, k) for k in MODEL_FLAGS if getattr(args, k) is not None}
+    if model_changes and config.model.pretrained:
+        raise InputError(f"{config.model.pretrained} fixes its own shape; drop --{'/--'.join(model_changes)}")
+    changes = {k: getattr(args, k) for k in CONFIG_FLAGS if getattr(args, k) is not None}
+    if "train_lengths" in changes:
+        changes["train_lengths"] = tuple(changes["train_lengths"])
+        high = changes["train_lengths"][1]
+        changes.setdefault("row_tokens", max(config.row_tokens, 2 * high + 3))
+    if "eval_lengths" in changes:
+        changes["eval_lengths"] = tuple(changes["eval_lengths"])
+    return replace(config, model=replace(config.model, **model_changes), **changes)
+
+
+def run(args) -> dict:
+    from accessibility.copying import run_copy
+    from accessibility.results import config_hash
+
+    config = config_from_args(args)
+    result = run_copy(config, out=args.out, device=args.device, progress=args.progress,
+                      retrain=args.retrain, threads=args.threads)
+    if args.save:
+        from accessibility.copying import save_record
+
+        save_record(result, args.save)
+    return {"preset": args.preset, **result.summary(), "config_hash": config_hash(config.training_part())}

@@ -1,0 +1,555 @@
+"""Copying: models that copy perfectly up to their training length and not at all beyond it.
+
+The task of Jelassi et al. (2024) as used by the paper (SPEC §7). Symbols: the 26 letters, BOS
+``$``, separator ``|``, EOS ``.`` and pad ``*`` (30 ids). An example of length ℓ is
+
+.. math::  \\$\\; s_1 \\dots s_\\ell \\;|\\; s_1 \\dots s_\\ell \\;.
+
+with s uniform random letters. The loss covers only the copy and the final ``.`` (ℓ + 1 targets).
+Training rows pack independent examples with ℓ uniform in a range; evaluation uses one example per
+row at a fixed ℓ. Exact-match accuracy under teacher forcing equals that of greedy decoding: all
+ℓ + 1 argmax predictions are right given the true prefix if and only if greedy decoding, fed its own
+(then identical) prefix at every step, emits the string and the EOS.
+
+:func:`run_copy` trains a model (:mod:`accessibility.copy_models`), stops once it copies a held-out
+batch at the training maximum length exactly, evaluates string and character accuracy at lengths
+far beyond it, with Clopper-Pearson intervals, and the length ``copy_n50`` where string accuracy
+crosses 50%. Models and results are cached under a hash of every setting that changes them.
+"""
+
+from __future__ import annotations
+
+import math
+import string
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from accessibility.checks import InputError, at_least, in_range, positive
+from accessibility.copy_models import COPY_VOCAB_SIZE, CopyModel, CopyModelConfig, build_model
+
+ALPHABET = string.ascii_lowercase
+BOS, SEP, EOS, PAD = "$", "|", ".", "*"
+#: Symbol i has id i: the letters 0..25, then BOS 26, SEP 27, EOS 28, PAD 29.
+SYMBOLS = ALPHABET + BOS + SEP + EOS + PAD
+BOS_ID, SEP_ID, EOS_ID, PAD_ID = (SYMBOLS.index(c) for c in (BOS, SEP, EOS, PAD))
+#: Target of positions without a loss (torch's cross-entropy ignore index).
+IGNORE = -100
+#: Keys of the independent random streams (with the seed, and for evaluation the length): training
+#: data, the held-out stopping batch, each evaluation length (adding a length changes no other).
+TRAIN_STREAM, STOP_STREAM, EVAL_STREAM = 0, 1, 2
+#: Version of the data generator, part of every cache key: bump it when the strings would change.
+TASK_VERSION = 2
+
+assert len(SYMBOLS) == COPY_VOCAB_SIZE
+
+
+def encode(text: str) -> torch.Tensor:
+    """Ids of a text over :data:`SYMBOLS`.
+
+    >>> encode("$ab|ab.").tolist()
+    [26, 0, 1, 27, 0, 1, 28]
+    """
+    bad = set(text) - set(SYMBOLS)
+    if bad:
+        raise InputError(f"text may only use {SYMBOLS!r}; got {sorted(bad)}")
+    return torch.tensor([SYMBOLS.index(c) for c in text])
+
+
+def decode(ids) -> str:
+    """Text of a sequence of ids (the inverse of :func:`encode`)."""
+    return "".join(SYMBOLS[int(i)] for i in ids)
+
+
+@dataclass
+class Batch:
+    """Token ids and next-token targets, both ``(rows, T)``; ``targets[:, t]`` is what position t
+    must predict, :data:`IGNORE` where there is no loss."""
+
+    ids: torch.Tensor
+    targets: torch.Tensor
+
+    def to(self, device) -> Batch:
+        return Batch(self.ids.to(device), self.targets.to(device))
+
+
+def random_strings(n: int, length: int, generator: torch.Generator) -> torch.Tensor:
+    """``n`` uniform random letter strings of one length, ids of shape ``(n, length)``."""
+    return torch.randint(len(ALPHABET), (n, length), generator=generator)
+
+
+def copy_examples(strings: torch.Tensor) -> Batch:
+    """One example per row, ``$ s | s .``: ids and targets of shape ``(n, 2ℓ + 3)``.
+
+    Positions ℓ+1 (the separator) to 2ℓ+1 predict the copy and the EOS; nothing else has a loss.
+
+    >>> b = copy_examples(encode("abc")[None])
+    >>> decode(b.ids[0]), b.targets[0].tolist()
+    ('$abc|abc.', [-100, -100, -100, -100, 0, 1, 2, 28, -100])
+    """
+    n, length = strings.shape
+    column = torch.ones(n, 1, dtype=torch.long)
+    ids = torch.cat([BOS_ID * column, strings, SEP_ID * column, strings, EOS_ID * column], 1)
+    targets = torch.full_like(ids, IGNORE)
+    targets[:, length + 1: 2 * length + 2] = ids[:, length + 2:]
+    return Batch(ids, targets)
+
+
+def eval_batch(length: int, n: int, generator: torch.Generator) -> Batch:
+    """``n`` examples of one length, one per row (no padding)."""
+    return copy_examples(random_strings(n, length, generator))
+
+
+def packed_batch(rows: int, row_tokens: int, lengths: tuple[int, int], generator: torch.Generator) -> Batch:
+    """Training rows of ``row_tokens`` tokens packing independent examples, ℓ uniform in ``lengths``.
+
+    Examples are appended to a row until the next one does not fit; the rest is pad (no loss).
+    """
+    low, high = lengths
+    if row_tokens < 2 * high + 3:
+        raise InputError(f"row_tokens must hold one example of length {high} ({2 * high + 3}); got {row_tokens}")
+    ids = torch.full((rows, row_tokens), PAD_ID)
+    targets = torch.full((rows, row_tokens), IGNORE)
+    for r in range(rows):
+        pos = 0
+        while True:
+            length = int(torch.randint(low, high + 1, (1,), generator=generator))
+            if pos + 2 * length + 3 > row_tokens:
+                break
+            example = copy_examples(random_strings(1, length, generator))
+            ids[r, pos: pos + 2 * length + 3] = example.ids[0]
+            targets[r, pos: pos + 2 * length + 3] = example.targets[0]
+            pos += 2 * length + 3
+    return Batch(ids, targets)
+
+
+@dataclass(frozen=True)
+class CopyConfig:
+    """Training and evaluation of one copy model; ``CopyConfig.quick()`` / ``.paper()`` presets.
+
+    Attributes
+    ----------
+    model : the architecture (:class:`~accessibility.copy_models.CopyModelConfig`).
+    train_lengths : (low, high), the range of ℓ in training.
+    rows, row_tokens : a training batch is ``rows`` rows of ``row_tokens`` packed tokens.
+    lr, weight_decay, betas : AdamW.
+    warmup_steps : linear warm-up of the learning rate, then cosine decay to ``lr * min_lr_ratio``
+        at ``max_steps``.
+    clip_norm : gradient-norm clipping.
+    check_every : steps between checks of the stopping rule.
+    stop_strings : size of the held-out batch at ℓ = ``train_lengths[1]`` that must be copied
+        exactly (every string) to stop training.
+    eval_lengths : lengths ℓ evaluated, one batched forward pass each.
+    eval_strings : strings per evaluation length.
+    alpha : 1 - confidence level of the intervals.
+    seed : model initialisation, training stream, held-out and evaluation strings.
+    """
+
+    model: CopyModelConfig = field(default_factory=CopyModelConfig)
+    train_lengths: tuple[int, int] = (5, 20)
+    rows: int = 16
+    row_tokens: int = 128
+    lr: float = 3e-3
+    weight_decay: float = 0.01
+    betas: tuple[float, float] = (0.9, 0.98)
+    warmup_steps: int = 100
+    min_lr_ratio: float = 0.1
+    max_steps: int = 1500
+    clip_norm: float = 1.0
+    check_every: int = 25
+    stop_strings: int = 128
+    eval_lengths: tuple[int, ...] = (5, 10, 15, 20, 25, 30, 40, 50, 60)
+    eval_strings: int = 200
+    alpha: float = 0.05
+    seed: int = 0
+
+    def __post_init__(self):
+        low, high = self.train_lengths
+        at_least("train_lengths[0]", low, 1, integer=True)
+        at_least("train_lengths[1]", high, low, integer=True)
+        for name in ("rows", "max_steps", "check_every", "stop_strings", "eval_strings"):
+            at_least(name, getattr(self, name), 1, integer=True)
+        at_least("row_tokens", self.row_tokens, 2 * high + 3, integer=True)
+        at_least("warmup_steps", self.warmup_steps, 0, integer=True)
+        positive("lr", self.lr)
+        at_least("weight_decay", self.weight_decay, 0)
+        in_range("betas", self.betas, 0, 1)
+        in_range("min_lr_ratio", self.min_lr_ratio, 0, 1)
+        positive("clip_norm", self.clip_norm)
+        in_range("alpha", self.alpha, 1e-6, 0.5)
+        if not self.eval_lengths:
+            raise InputError("eval_lengths must not be empty")
+        at_least("eval_lengths", self.eval_lengths, 1, integer=True)
+        object.__setattr__(self, "eval_lengths", tuple(sorted({int(n) for n in self.eval_lengths})))
+        object.__setattr__(self, "train_lengths", (int(low), int(high)))
+
+    @classmethod
+    def quick(cls, arch: str = "rope", **changes) -> CopyConfig:
+        """CPU preset (SPEC §7): width 128, 2 layers, ℓ in [5, 20], evaluated to ℓ = 60 (the defaults).
+
+        16 rows of 128 tokens at lr 3e-3: measured here, the RoPE model stops after 800 to 1300
+        steps, about 100 to 150 s of one CPU core.
+        """
+        return cls(model=CopyModelConfig.quick(arch), **changes)
+
+    @classmethod
+    def paper(cls, arch: str = "rope", allow_download: bool = False, **changes) -> CopyConfig:
+        """The published setting, for GPU users: Pythia-160m fine-tuned on ℓ in [5, 50] at lr 1e-5,
+        2 rows of 2048 packed tokens, at most 10k steps, stop when 12 strings of length 50 are all
+        right; evaluated at ℓ = 10..1000 (100 strings per length here, 12 in the publication)."""
+        settings = dict(train_lengths=(5, 50), rows=2, row_tokens=2048, lr=1e-5, max_steps=10_000,
+                        warmup_steps=100, check_every=100, stop_strings=12, eval_strings=100,
+                        eval_lengths=tuple(range(10, 100, 10)) + tuple(range(100, 1001, 50)))
+        return cls(model=CopyModelConfig.paper(arch, allow_download), **(settings | changes))
+
+    @classmethod
+    def from_dict(cls, d: dict) -> CopyConfig:
+        """Inverse of :func:`dataclasses.asdict` (for configs read back from JSON)."""
+        d = dict(d)
+        tuples = {k: tuple(d[k]) for k in ("train_lengths", "betas", "eval_lengths") if k in d}
+        return cls(**{**d, **tuples, "model": CopyModelConfig(**d["model"])})
+
+    def training_part(self) -> dict:
+        """The settings that change the trained model (the key of the model cache), with the
+        version of the data generator; not whether downloads are allowed."""
+        part = {k: v for k, v in asdict(self).items() if k not in {"eval_lengths", "eval_strings", "alpha"}}
+        part["model"].pop("allow_download")
+        return part | {"task_version": TASK_VERSION}
+
+
+def learning_rate(step: int, config: CopyConfig) -> float:
+    """Linear warm-up to ``lr``, then cosine decay to ``lr * min_lr_ratio`` at ``max_steps``.
+
+    >>> c = CopyConfig(lr=1.0, warmup_steps=10, max_steps=110, min_lr_ratio=0.0)
+    >>> [round(learning_rate(s, c), 3) for s in (0, 9, 60, 110)]
+    [0.1, 1.0, 0.5, 0.0]
+    """
+    if step < config.warmup_steps:
+        return config.lr * (step + 1) / config.warmup_steps
+    progress = min(1.0, (step - config.warmup_steps) / max(1, config.max_steps - config.warmup_steps))
+    ratio = config.min_lr_ratio + (1 - config.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+    return config.lr * ratio
+
+
+def copy_loss(model: CopyModel, batch: Batch) -> torch.Tensor:
+    """Mean cross-entropy over the target positions (the copy and the EOS)."""
+    logits = model(batch.ids)  # (rows, T, vocab)
+    return F.cross_entropy(logits.flatten(0, 1), batch.targets.flatten(), ignore_index=IGNORE)
+
+
+@torch.no_grad()
+def teacher_forced(model: CopyModel, batch: Batch) -> torch.Tensor:
+    """Whether each target is the argmax given the true prefix: bool ``(n, ℓ + 1)``, one forward pass.
+
+    Expects :func:`eval_batch` rows (one example each, same length).
+    """
+    predictions = model(batch.ids).argmax(-1)  # (n, T)
+    scored = batch.targets != IGNORE
+    per_row = int(scored[0].sum())
+    return (predictions == batch.targets)[scored].view(-1, per_row)
+
+
+@torch.no_grad()
+def greedy_copy(model: CopyModel, strings: torch.Tensor) -> torch.Tensor:
+    """Greedy decoding after ``$ s |``: the ℓ + 1 emitted ids, ``(n, ℓ + 1)``.
+
+    Recomputes the full forward pass at every step (no cache): an independent check of
+    :func:`teacher_forced`, not a fast path.
+    """
+    n, length = strings.shape
+    column = torch.ones(n, 1, dtype=torch.long, device=strings.device)
+    ids = torch.cat([BOS_ID * column, strings, SEP_ID * column], 1)
+    for _ in range(length + 1):
+        ids = torch.cat([ids, model(ids)[:, -1].argmax(-1, keepdim=True)], 1)
+    return ids[:, length + 2:]
+
+
+@dataclass
+class TrainLog:
+    """How training went: steps taken, whether the stopping rule fired, wall-clock and CPU time
+    (of all the process's threads), the loss of every step and the stopping checks."""
+
+    steps: int
+    converged: bool
+    train_seconds: float
+    cpu_seconds: float
+    losses: list[float]
+    checks: list[tuple[int, float]]  # (step, held-out exact-match accuracy at the maximum length)
+
+
+def stream(seed: int, *keys: int) -> torch.Generator:
+    """An independent torch generator for ``(seed, *keys)`` (numpy's SeedSequence mixes them)."""
+    state = np.random.SeedSequence([seed, *keys]).generate_state(1, np.uint64)[0]
+    return torch.Generator().manual_seed(int(state))
+
+
+@contextmanager
+def torch_threads(n: int | None):
+    """Run the block with ``n`` torch intra-op threads (None: leave the setting), then restore it.
+
+    These models are small: on a shared or busy CPU one thread is often several times faster than
+    two, whose workers spin waiting for each other.
+    """
+    before = torch.get_num_threads()
+    if n is not None:
+        torch.set_num_threads(int(at_least("threads", n, 1, integer=True)))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def train(config: CopyConfig, *, device: str | torch.device = "cpu", progress: bool = False,
+          model: CopyModel | None = None) -> tuple[CopyModel, TrainLog]:
+    """Train a copy model (a fresh one from ``config.model`` unless given) until it copies every one
+    of ``stop_strings`` held-out strings of the maximum training length exactly, or ``max_steps``.
+    """
+    from tqdm.auto import tqdm
+
+    model = model if model is not None else build_model(config.model, seed=config.seed, device=device)
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, betas=config.betas,
+                                  weight_decay=config.weight_decay)
+    data = stream(config.seed, TRAIN_STREAM)
+    held_out = eval_batch(config.train_lengths[1], config.stop_strings, stream(config.seed, STOP_STREAM))
+    held_out = held_out.to(device)
+    losses, checks, start, cpu_start = [], [], time.perf_counter(), time.process_time()
+    bar = tqdm(range(config.max_steps), disable=not progress, desc=f"copy {config.model.arch}")
+    step, converged = 0, False
+    for step in bar:
+        for group in optimizer.param_groups:
+            group["lr"] = learning_rate(step, config)
+        batch = packed_batch(config.rows, config.row_tokens, config.train_lengths, data)
+        loss = copy_loss(model, batch.to(device))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
+        optimizer.step()
+        losses.append(loss.item())
+        if (step + 1) % config.check_every == 0:
+            model.eval()
+            accuracy = teacher_forced(model, held_out).all(1).float().mean().item()
+            model.train()
+            checks.append((step + 1, accuracy))
+            bar.set_postfix(loss=f"{losses[-1]:.3f}", exact=f"{accuracy:.2f}")
+            if accuracy == 1.0:
+                converged = True
+                break
+    model.eval()
+    return model, TrainLog(step + 1, converged, time.perf_counter() - start, time.process_time() - cpu_start,
+                           losses, checks)
+
+
+def clopper_pearson(k, n: int, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+    """Exact two-sided 1 - alpha interval for a binomial proportion with k successes in n.
+
+    >>> lo, hi = clopper_pearson(np.array([0, 200]), 200)
+    >>> float(lo[0]), round(float(hi[0]), 4), round(float(lo[1]), 4), float(hi[1])
+    (0.0, 0.0183, 0.9817, 1.0)
+    """
+    from scipy.stats import beta
+
+    k = np.asarray(k, dtype=float)
+    lo = np.where(k > 0, beta.ppf(alpha / 2, k, n - k + 1), 0.0)
+    hi = np.where(k < n, beta.ppf(1 - alpha / 2, k + 1, n - k), 1.0)
+    return np.nan_to_num(lo), np.nan_to_num(hi, nan=1.0)
+
+
+@dataclass
+class CopyEval:
+    """Accuracy against length. Arrays are indexed like ``lengths``.
+
+    Attributes
+    ----------
+    lengths : ℓ evaluated.
+    n_strings : strings per length.
+    correct : strings copied exactly (all ℓ characters and the EOS).
+    accuracy, ci_low, ci_high : exact-match string accuracy and its Clopper-Pearson interval.
+    char_accuracy : fraction of the ℓ copied characters predicted right given the true prefix.
+    position_accuracy : for each length, accuracy at each of the ℓ + 1 target positions.
+    """
+
+    lengths: np.ndarray
+    n_strings: int
+    correct: np.ndarray
+    accuracy: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    char_accuracy: np.ndarray
+    position_accuracy: list[np.ndarray]
+
+    @classmethod
+    def from_json(cls, d: dict) -> CopyEval:
+        """Inverse of :func:`accessibility.results.to_json` of a CopyEval."""
+        arrays = {k: np.asarray(v) for k, v in d.items() if k not in ("n_strings", "position_accuracy")}
+        positions = [np.asarray(a) for a in d["position_accuracy"]]
+        return cls(**arrays, n_strings=d["n_strings"], position_accuracy=positions)
+
+
+def evaluate(model: CopyModel, lengths, n_strings: int, *, seed: int = 0, alpha: float = 0.05,
+             device: str | torch.device = "cpu") -> CopyEval:
+    """Teacher-forced accuracy of ``n_strings`` fresh strings at each length, one forward pass each."""
+    lengths = np.asarray(sorted({int(n) for n in lengths}))
+    model.eval()
+    right = []
+    for length in lengths:
+        batch = eval_batch(int(length), n_strings, stream(seed, EVAL_STREAM, int(length)))
+        right.append(teacher_forced(model, batch.to(device)).cpu())
+    correct = np.array([int(r.all(1).sum()) for r in right])
+    lo, hi = clopper_pearson(correct, n_strings, alpha)
+    return CopyEval(lengths=lengths, n_strings=n_strings, correct=correct, accuracy=correct / n_strings,
+                    ci_low=lo, ci_high=hi, char_accuracy=np.array([r[:, :-1].float().mean().item() for r in right]),
+                    position_accuracy=[r.float().mean(0).numpy() for r in right])
+
+
+@dataclass(frozen=True)
+class CopyN50:
+    """``n50``: the length where string accuracy first falls below 1/2 (linear interpolation between
+    evaluated lengths; NaN if it is already below at the shortest, inf if never); [low, high]: the
+    longest length of the leading run whose interval lies above 1/2 and the shortest length whose
+    interval lies below it. For accuracy that falls with length this brackets the crossing at
+    confidence about 1 - alpha, and no tighter than the evaluation grid."""
+
+    n50: float
+    low: float
+    high: float
+
+
+def copy_n50(result: CopyEval) -> CopyN50:
+    """The copy analogue of n_50 with its bracketing interval (see :class:`CopyN50`).
+
+    >>> e = CopyEval(np.array([10, 20, 30]), 100, np.array([100, 60, 40]), np.array([1, .6, .4]),
+    ...              np.array([.96, .5, .3]), np.array([1, .7, .49]), None, None)
+    >>> copy_n50(e)  # halfway between 20 (60%) and 30 (40%)
+    CopyN50(n50=25.0, low=10.0, high=30.0)
+    """
+    L, acc = result.lengths.astype(float), result.accuracy
+    below = np.flatnonzero(acc < 0.5)
+    if below.size == 0:
+        n50 = math.inf
+    elif below[0] == 0:
+        n50 = math.nan
+    else:
+        i = below[0]
+        n50 = L[i - 1] + (acc[i - 1] - 0.5) / (acc[i - 1] - acc[i]) * (L[i] - L[i - 1])
+    above = np.cumprod(result.ci_low > 0.5).astype(bool)
+    low = float(L[above][-1]) if above.any() else 0.0
+    confidently_below = np.flatnonzero(result.ci_high < 0.5)
+    high = float(L[confidently_below[0]]) if confidently_below.size else math.inf
+    return CopyN50(float(n50), low, high)
+
+
+@dataclass
+class CopyRun:
+    """One trained model and its evaluation (see :func:`run_copy`)."""
+
+    config: CopyConfig
+    model: CopyModel
+    log: TrainLog
+    eval: CopyEval
+    n50: CopyN50
+    folder: Path
+    cached: bool
+
+    def summary(self) -> dict:
+        """The JSON-ready record printed by ``accessibility copy --json``."""
+        e = self.eval
+        return {
+            "arch": self.config.model.arch, "train_lengths": list(self.config.train_lengths),
+            "accuracy": dict(zip(e.lengths.tolist(), e.accuracy.tolist())),
+            "accuracy_ci": {int(n): [lo, hi] for n, lo, hi in zip(e.lengths, e.ci_low.tolist(), e.ci_high.tolist())},
+            "char_accuracy": dict(zip(e.lengths.tolist(), e.char_accuracy.tolist())),
+            "n_strings": e.n_strings, "copy_n50": self.n50.n50, "copy_n50_ci": [self.n50.low, self.n50.high],
+            "train_seconds": self.log.train_seconds, "cpu_seconds": self.log.cpu_seconds,
+            "steps": self.log.steps, "converged": self.log.converged, "cached": self.cached, "folder": str(self.folder),
+        }
+
+
+def run_copy(config: CopyConfig, *, out: str | Path | None = None, device: str | torch.device = "cpu",
+             progress: bool = False, retrain: bool = False, threads: int | None = None) -> CopyRun:
+    """Train (or load from the cache) and evaluate one copy model.
+
+    The model lives in ``<out>/copy-<hash of config.training_part()>/`` (``out`` defaults to
+    ``cache_dir()/copying``) with ``config.json``, ``model.pt`` and ``train.json``; each evaluation in
+    ``eval-<hash of the evaluation settings>.json`` next to them. ``retrain`` ignores a cached model;
+    ``threads`` sets torch's thread count for the run (see :func:`torch_threads`).
+    """
+    with torch_threads(threads):
+        return _run_copy(config, out, device, progress, retrain)
+
+
+def _run_copy(config, out, device, progress, retrain) -> CopyRun:
+    from accessibility import cache_dir
+    from accessibility.results import config_hash, read_json, run_folder, write_json
+
+    folder = run_folder(Path(out) if out is not None else cache_dir() / "copying", "copy", config.training_part())
+    weights, train_json = folder / "model.pt", folder / "train.json"
+    cached = weights.exists() and train_json.exists() and not retrain
+    if cached:
+        model = build_model(config.model, seed=config.seed, device=device)
+        model.load_state_dict(torch.load(weights, map_location=device, weights_only=True))
+        model.eval()
+        log = TrainLog(**read_json(train_json))
+    else:
+        model, log = train(config, device=device, progress=progress)
+        torch.save(model.state_dict(), weights)
+        write_json(train_json, log)
+    evaluation = {"eval_lengths": config.eval_lengths, "eval_strings": config.eval_strings,
+                  "alpha": config.alpha, "seed": config.seed, "task_version": TASK_VERSION}
+    eval_json = folder / f"eval-{config_hash(evaluation)}.json"
+    if eval_json.exists() and cached:
+        result = CopyEval.from_json(read_json(eval_json)["eval"])
+    else:
+        result = evaluate(model, config.eval_lengths, config.eval_strings, seed=config.seed,
+                          alpha=config.alpha, device=device)
+        write_json(eval_json, {"settings": evaluation, "eval": result})
+    return CopyRun(config, model, log, result, copy_n50(result), folder, cached)
+
+
+@dataclass
+class CopyRecord:
+    """A saved run without its weights: what a chapter reads (see :func:`save_record`). It has the
+    ``config``, ``log``, ``eval`` and ``n50`` of a :class:`CopyRun`."""
+
+    config: CopyConfig
+    log: TrainLog
+    eval: CopyEval
+    n50: CopyN50
+    command: str
+
+
+def save_record(run: CopyRun, path: str | Path, argv: list[str] | None = None) -> Path:
+    """Write a run's config, summary and full evaluation to one small JSON file, with the command
+    that wrote it (``argv``, default ``sys.argv``) and the command and versions that trained the model."""
+    import sys
+
+    from accessibility.results import read_json, write_json
+
+    trained = read_json(run.folder / "config.json")
+    return write_json(path, {
+        "config": run.config,
+        "command": " ".join(argv if argv is not None else [Path(sys.argv[0]).name, *sys.argv[1:]]),
+        "trained_by": trained["command"], "versions": trained["versions"],
+        "summary": {k: v for k, v in run.summary().items() if k != "folder"},
+        "log": replace(run.log, losses=[float(f"{x:.4g}") for x in run.log.losses]),  # 4 digits: a small file
+        "eval": run.eval,
+    })
+
+
+def load_record(path: str | Path) -> CopyRecord:
+    """Read a file written by :func:`save_record` (``accessibility copy --save``)."""
+    from accessibility.results import read_json
+
+    d = read_json(path)
+    result = CopyEval.from_json(d["eval"])
+    return CopyRecord(CopyConfig.from_dict(d["config"]), TrainLog(**d["log"]), result, copy_n50(result), d["command"])
+
+
+def with_arch(config: CopyConfig, arch: str) -> CopyConfig:
+    """The same training and evaluation with another architecture of the same size."""
+    return replace(config, model=replace(config.model, arch=arch))

@@ -1,0 +1,47 @@
+"""`accessibility copy`: flags map onto the config, --json prints the documented record, errors are one line."""
+
+import json
+
+import pytest
+
+from accessibility import copy_models
+from accessibility.cli import copy as copy_command
+from accessibility.cli import main
+
+TINY = ["--d-model", "16", "--n-layers", "1", "--n-heads", "2", "--train-lengths", "2", "3", "--rows", "4",
+        "--max-steps", "2", "--eval-lengths", "2", "6", "--eval-strings", "8", "--threads", "1"]
+
+
+def test_copy_json_record(tmp_path, capsys):
+    assert main(["copy", "--arch", "lstm", "--json", "--out", str(tmp_path), *TINY]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["arch"] == "lstm" and record["train_lengths"] == [2, 3]
+    assert set(record["accuracy"]) == set(record["char_accuracy"]) == {"2", "6"}
+    assert {"copy_n50", "copy_n50_ci", "train_seconds", "steps", "config_hash"} <= set(record)
+    assert record["steps"] == 2 and not record["cached"]
+    config = json.loads((tmp_path / f"copy-{record['config_hash']}" / "config.json").read_text())
+    assert config["config"]["model"]["d_model"] == 16 and config["config"]["row_tokens"] == 128
+    assert main(["copy", "--arch", "lstm", "--json", "--out", str(tmp_path), *TINY]) == 0
+    assert json.loads(capsys.readouterr().out)["cached"]
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--train-lengths", "9", "5"], "train_lengths"),
+    (["--eval-strings", "0"], "eval_strings"),
+    (["--preset", "paper", "--d-model", "64"], "fixes its own shape"),
+])
+def test_bad_input_is_one_line(argv, words, tmp_path, capsys):
+    assert main(["copy", "--out", str(tmp_path), *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert words in err and len(err.splitlines()) == 1
+
+
+def test_paper_preset_without_the_model_says_how_to_get_it(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty hub cache: the model is not on disk
+    assert main(["copy", "--preset", "paper", "--out", str(tmp_path)]) == 2
+    assert "--allow-download" in capsys.readouterr().err
+
+
+def test_arch_choices_are_the_model_zoo():
+    assert copy_command.ARCHITECTURES == copy_models.ARCHITECTURES
