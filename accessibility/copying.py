@@ -523,17 +523,16 @@ class CopyRecord:
     command: str
 
 
-def save_record(run: CopyRun, path: str | Path, argv: list[str] | None = None) -> Path:
+def save_record(run: CopyRun, path: str | Path, command: str | None = None) -> Path:
     """Write a run's config, summary and full evaluation to one small JSON file, with the command
-    that wrote it (``argv``, default ``sys.argv``) and the command and versions that trained the model."""
-    import sys
-
-    from accessibility.results import read_json, write_json
+    that wrote it (default :func:`accessibility.results.command_line`) and the command and versions
+    that trained the model."""
+    from accessibility.results import command_line, read_json, write_json
 
     trained = read_json(run.folder / "config.json")
     return write_json(path, {
         "config": run.config,
-        "command": " ".join(argv if argv is not None else [Path(sys.argv[0]).name, *sys.argv[1:]]),
+        "command": command or command_line(),
         "trained_by": trained["command"], "versions": trained["versions"],
         "summary": {k: v for k, v in run.summary().items() if k != "folder"},
         "log": replace(run.log, losses=[float(f"{x:.4g}") for x in run.log.losses]),  # 4 digits: a small file

@@ -12,9 +12,11 @@ import dataclasses
 import hashlib
 import json
 import os
+import shlex
 import sys
 import time
 from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from pathlib import Path
 
 import numpy as np
@@ -133,11 +135,27 @@ class RecordLog:
                 f.truncate(data.rfind(b"\n") + 1)
 
 
-def run_folder(out: str | os.PathLike, kind: str, config, argv: list[str] | None = None) -> Path:
+#: The ``accessibility ...`` command being run, set by :func:`accessibility.cli.main` (also when it
+#: is called in-process), so that saved runs name the command rather than the Python process.
+CURRENT_COMMAND: ContextVar[str | None] = ContextVar("accessibility_command", default=None)
+
+
+def command_line() -> str:
+    """The command that produced a result: the running ``accessibility`` command, else the program.
+
+    >>> token = CURRENT_COMMAND.set("accessibility cram --m 1")
+    >>> command_line()
+    'accessibility cram --m 1'
+    >>> CURRENT_COMMAND.reset(token)
+    """
+    return CURRENT_COMMAND.get() or shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]])
+
+
+def run_folder(out: str | os.PathLike, kind: str, config, command: str | None = None) -> Path:
     """Folder ``out/<kind>-<config hash>`` holding ``config.json`` (config, command, versions).
 
-    Re-running the same config finds the same folder, which is how runs resume. The command line
-    defaults to ``sys.argv``.
+    Re-running the same config finds the same folder, which is how runs resume. ``command``
+    defaults to :func:`command_line`.
     """
     folder = Path(out) / f"{kind}-{config_hash(config)}"
     meta = folder / "config.json"
@@ -146,7 +164,7 @@ def run_folder(out: str | os.PathLike, kind: str, config, argv: list[str] | None
             "kind": kind,
             "config": config,
             "config_hash": config_hash(config),
-            "command": " ".join(argv if argv is not None else sys.argv),
+            "command": command or command_line(),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "versions": _versions(),
         })

@@ -242,6 +242,6 @@ def test_run_copy_caches_models_and_results(tmp_path):
     assert other.folder != first.folder
     summary = again.summary()
     assert summary["train_lengths"] == [2, 3] and set(summary["accuracy"]) == {2, 4}
-    record = load_record(save_record(again, tmp_path / "record.json", argv=["accessibility", "copy"]))
+    record = load_record(save_record(again, tmp_path / "record.json", command="accessibility copy"))
     assert record.config == config and record.command == "accessibility copy" and record.n50 == again.n50
     assert np.array_equal(record.eval.correct, again.eval.correct) and record.log.steps == again.log.steps

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import shlex
 import sys
 
 from accessibility.checks import InputError
-from accessibility.results import to_json
+from accessibility.results import CURRENT_COMMAND, to_json
 
 #: Command name -> one-line help. Each has a module ``accessibility.cli.<name>``.
 COMMANDS = {
@@ -66,10 +67,13 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = next((a for a in argv if not a.startswith("-")), None)
     args = build_parser(command).parse_args(argv)
+    token = CURRENT_COMMAND.set(shlex.join(["accessibility", *argv]))
     try:
         result = args._run(args)
     except InputError as err:
         print(f"accessibility {args.command}: error: {err}", file=sys.stderr)
         return 2
+    finally:
+        CURRENT_COMMAND.reset(token)
     print(to_json(result) if args.json else format_text(result))
     return 0
