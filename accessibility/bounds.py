@@ -206,7 +206,7 @@ def log_cone_fraction(*, d_model, phi=None, min_cos=None):
 
 def log_cone_count(*, d_model, phi=None, min_cos=None, r=None, precision: str | None = None, eps=None,
                    boundary: bool = False):
-    """Cone support: ball numerator plus ln f(φ, d) (SPEC §3 and the paper's refined geometry).
+    """Cone support: ball numerator plus ln f(φ, d) (the paper's refined geometry).
 
     .. math:: \\ln P \\le d\\ln\\Big(1 + \\frac{2r}{\\varepsilon}\\Big) + \\ln f(\\varphi, d)
 
@@ -368,7 +368,7 @@ def cell_entropy(shares) -> CellEntropy:
     """H = -mean ln p_v over the tokens with p_v > 0, and how many tokens have p_v = 0.
 
     ``shares`` (shape (|V|,)) are cell shares or hit counts; they are normalised to sum to 1. Replacing
-    ln|V| by H gives the refined slope C_cells = numerator / H (SPEC §3).
+    ln|V| by H gives the refined slope C_cells = numerator / H.
 
     >>> c = cell_entropy([0.5, 0.25, 0.25, 0.0])
     >>> round(c.entropy, 6), c.n_zero, round(math.log(3), 6)  # H >= ln|V'| = ln 3

@@ -4,7 +4,7 @@ Greedy decoding emits :math:`\\arg\\max_v \\langle w_v, h\\rangle + b_v`, so the
 token v form its **argmax cell**, a polyhedral cone (a power diagram of the unembedding rows
 :math:`w_v`). The published pipeline uses **Euclidean Voronoi** cells of the rows instead,
 :math:`\\arg\\min_v \\|h - w_v\\|`; the two differ whenever row norms differ. Both are offered, argmax by
-default (SPEC §5).
+default.
 
 Token v's share :math:`p_v` is the probability that a point drawn from a region (a centred ball, the
 box of measured widths, or the empirical hidden states) falls in its cell, estimated by Monte Carlo

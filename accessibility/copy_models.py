@@ -85,7 +85,7 @@ class CopyModelConfig:
 
     @classmethod
     def quick(cls, arch: str = "rope") -> CopyModelConfig:
-        """Width 128, 2 layers, 4 heads (SPEC §7), MLP ratio 2 (the defaults): copying needs attention
+        """Width 128, 2 layers, 4 heads, MLP ratio 2 (the defaults): copying needs attention
         more than MLP width, and half the usual MLP makes a training step about a quarter cheaper."""
         return cls(arch=arch)
 

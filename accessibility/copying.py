@@ -1,6 +1,6 @@
 """Copying: models that copy perfectly up to their training length and not at all beyond it.
 
-The task of Jelassi et al. (2024) as used by the paper (SPEC §7). Symbols: the 26 letters, BOS
+The task of Jelassi et al. (2024) as used by the paper. Symbols: the 26 letters, BOS
 ``$``, separator ``|``, EOS ``.`` and pad ``*`` (30 ids). An example of length ℓ is
 
 .. math::  \\$\\; s_1 \\dots s_\\ell \\;|\\; s_1 \\dots s_\\ell \\;.
@@ -190,7 +190,7 @@ class CopyConfig:
 
     @classmethod
     def quick(cls, arch: str = "rope", **changes) -> CopyConfig:
-        """CPU preset (SPEC §7): width 128, 2 layers, ℓ in [5, 20], evaluated to ℓ = 60 (the defaults).
+        """CPU preset: width 128, 2 layers, ℓ in [5, 20], evaluated to ℓ = 60 (the defaults).
 
         16 rows of 128 tokens at lr 3e-3: measured here, the RoPE model stops after 800 to 1300
         steps, about 100 to 150 s of one CPU core.

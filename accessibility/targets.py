@@ -1,6 +1,6 @@
 """Target sequences for cramming, fixed by a seed and independent of the order they are visited in.
 
-Two kinds (SPEC §6):
+Two kinds:
 
 ``random``
     Uniform random sequences over the model's *real* tokens (padding rows of W_U excluded): the

@@ -19,7 +19,7 @@ def test_toy_defaults_are_the_crammable_setting():
     assert (info.bos_token_id, info.prefix_token_id, info.context_length) == (None, None, 1024)
     assert info.dtype == torch.float32 and toy.tokenizer is None
     assert toy.unembedding().shape == toy.input_embeddings().shape == (16, 64)
-    # init std 0.3 (SPEC §8): the sample std of a large weight matrix is within a few percent of it
+    # init std 0.3: the sample std of a large weight matrix is within a few percent of it
     w = toy.model.gpt_neox.layers[0].mlp.dense_h_to_4h.weight
     assert abs(float(w.std()) - models.TOY_INIT_STD) < 0.02
     assert not any(p.requires_grad for p in toy.model.parameters()) and not toy.model.training

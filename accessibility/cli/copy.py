@@ -1,4 +1,4 @@
-"""Train a model to copy strings and measure where copying breaks (SPEC §7).
+"""Train a model to copy strings and measure where copying breaks.
 
 Trains (or loads from the cache) one copy model of the chosen architecture on string lengths in
 --train-lengths, evaluates exact-match string accuracy and character accuracy at --eval-lengths, and
