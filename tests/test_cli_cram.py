@@ -40,7 +40,9 @@ def test_cram_json_resume_batch_size_and_export(tmp_path, capsys):
     assert fresh["capacities"] == first["capacities"]          # one at a time: identical results
     small = [json.loads(line) for line in (tmp_path / "small" / "records.jsonl").read_text().splitlines()]
     assert len(small) == 4 and all("mem" not in r and r["certificate"]["ok"] for r in small)
-    assert "cram" in json.loads((tmp_path / "small" / "config.json").read_text())["command"]
+    meta = json.loads((tmp_path / "small" / "config.json").read_text())
+    assert "--batch-size 1 --export" in meta["command"]      # the command that exported this part
+    assert "--export" not in meta["run_command"]              # the one that created the run folder
 
 
 @pytest.mark.parametrize("bad", [["--targets", "0"], ["--kind", "text"], ["--lr", "-1"], ["--m", "0"]])

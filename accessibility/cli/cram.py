@@ -91,11 +91,13 @@ def run(args) -> dict:
 
 def export(folder, dest, summary: dict) -> None:
     """Copy this command's part of a run, small enough to commit: its records without the [mem]
-    vectors, the run's config (with the command that created it) and the summary."""
+    vectors, the run's config and the summary. The config's ``command`` becomes this command, which
+    regenerates exactly the exported part; the one that created the run folder stays as
+    ``run_command`` when it differs."""
     from pathlib import Path
 
     from accessibility.cramming import record_key
-    from accessibility.results import RecordLog, read_json, to_json, write_json
+    from accessibility.results import RecordLog, command_line, read_json, to_json, write_json
 
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
@@ -103,5 +105,8 @@ def export(folder, dest, summary: dict) -> None:
     lines = [to_json({k: v for k, v in r.items() if k != "mem"}, sort_keys=True)
              for r in RecordLog(folder / "records.jsonl") if r["key"] in keys]
     (dest / "records.jsonl").write_text("".join(line + "\n" for line in lines))
-    write_json(dest / "config.json", read_json(folder / "config.json"))
+    meta = read_json(folder / "config.json")
+    if meta["command"] != command_line():
+        meta = {**meta, "command": command_line(), "run_command": meta["command"]}
+    write_json(dest / "config.json", meta)
     write_json(dest / "summary.json", {k: v for k, v in summary.items() if k not in ("folder",)})
