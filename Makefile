@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml .ci/constraints.txt
 	touch $(STAMP)
 
 book: $(STAMP)
-	$(OFFLINE) $(BIN)/jupyter-book build -W -n --keep-going .
+	$(OFFLINE) $(BIN)/jupyter-book build --all -W -n --keep-going .
 
 test: $(STAMP)
 	$(OFFLINE) ACCESSIBILITY_QUICK=1 $(BIN)/python -m pytest
