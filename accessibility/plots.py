@@ -245,13 +245,14 @@ def plot_accessibility_curves(capacities_by_m, *, points=None, n_max=None):
     """
     import numpy as np
 
+    from accessibility.law import accessibility_curve
+
     fig, ax = new_figure()
     top = n_max or max(max(c) for c in capacities_by_m.values()) + 2
     ns = np.arange(1, top + 1)
     colors = sns.color_palette("colorblind", len(capacities_by_m))
     for color, (m, caps) in zip(colors, sorted(capacities_by_m.items())):
-        acc = (np.asarray(caps)[:, None] >= ns[None, :]).mean(0)
-        ax.step(ns, acc, where="post", color=color, label=f"m = {m} (capacity search)")
+        ax.step(ns, accessibility_curve(caps, ns), where="post", color=color, label=f"m = {m} (capacity search)")
         if points and m in points:
             ax.plot(*points[m], "o", color=color, mfc="none", label=f"m = {m} (fixed-n runs)")
     ax.axhline(0.5, color="0.5", lw=0.8, ls=":")
@@ -263,7 +264,7 @@ def plot_accessibility_curves(capacities_by_m, *, points=None, n_max=None):
 def plot_linear_law(summary: dict, *, label: str = "measured"):
     """n_50(m) with its confidence interval, the least-squares line and the line through 0.
 
-    ``summary`` is :func:`accessibility.cramming.summarize`'s dict (keys may be str after JSON).
+    ``summary`` is :func:`accessibility.law.summarize`'s dict (keys may be str after JSON).
     """
     import numpy as np
 

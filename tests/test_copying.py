@@ -11,8 +11,8 @@ from scipy.stats import binomtest
 from accessibility.checks import InputError
 from accessibility.copy_models import (ARCHITECTURES, CopyModelConfig, alibi_bias, alibi_slopes,
                                        build_model, state_size)
-from accessibility.copying import (BOS_ID, EOS_ID, IGNORE, PAD_ID, SEP_ID, SYMBOLS, Batch, CopyConfig,
-                                   CopyEval, clopper_pearson, copy_examples, copy_n50, decode, encode,
+from accessibility.copying import (BOS_ID, EOS_ID, IGNORE, PAD_ID, SEP_ID, SYMBOLS, CopyConfig,
+                                   CopyEval, clopper_pearson, copy_n50, decode, encode,
                                    eval_batch, evaluate, greedy_copy, load_record, packed_batch, run_copy,
                                    save_record,
                                    teacher_forced, torch_threads, train)

@@ -10,7 +10,6 @@ n_50 = a·m + b with R² and a bootstrap interval, the Corollary 4.6 slope for t
 from __future__ import annotations
 
 import time
-from dataclasses import fields, replace
 
 #: Flags that map one-to-one onto CramConfig fields (None: keep the preset's value).
 OVERRIDES = {
@@ -61,7 +60,8 @@ def run(args) -> dict:
     import torch
 
     from accessibility.checks import at_least
-    from accessibility.cramming import summarize, sweep
+    from accessibility.cramming import sweep
+    from accessibility.law import summarize
     from accessibility.models import load_model
     from accessibility.results import RecordLog, config_hash, run_folder, write_json
 
