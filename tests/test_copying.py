@@ -11,11 +11,10 @@ from scipy.stats import binomtest
 from accessibility.checks import InputError
 from accessibility.copy_models import (ARCHITECTURES, CopyModelConfig, alibi_bias, alibi_slopes,
                                        build_model, state_size)
-from accessibility.copying import (BOS_ID, EOS_ID, IGNORE, PAD_ID, SEP_ID, SYMBOLS, CopyConfig,
-                                   CopyEval, clopper_pearson, copy_n50, decode, encode,
-                                   eval_batch, evaluate, greedy_copy, load_record, packed_batch, run_copy,
-                                   save_record,
-                                   teacher_forced, torch_threads, train)
+from accessibility.copy_task import (BOS_ID, EOS_ID, IGNORE, PAD_ID, SEP_ID, SYMBOLS, decode, encode,
+                                     eval_batch, packed_batch)
+from accessibility.copying import (CopyConfig, CopyEval, clopper_pearson, copy_n50, evaluate, greedy_copy,
+                                   load_record, run_copy, save_record, teacher_forced, torch_threads, train)
 
 TINY = dict(d_model=32, n_layers=1, n_heads=2)
 EXAMPLE = re.compile(r"\$([a-z]+)\|\1\.")
