@@ -31,7 +31,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--preset", choices=("paper", "quick"), default="quick", help="optimiser preset")
     parser.add_argument("--batch-size", type=int, default=16, help="targets per forward pass (1: one at a time)")
     parser.add_argument("--seed", type=int, default=0, help="fixes the targets and the initial [mem]")
-    parser.add_argument("--out", default="cram-runs", help="folder of run folders (resumable)")
+    parser.add_argument("--out", default="results/cramming", help="folder of run folders (resumable; default %(default)s)")
     parser.add_argument("--first-token", choices=("given", "predicted"), default="given",
                         help="t_1 is an input (published protocol) or must be produced by [mem]")
     parser.add_argument("--prefix", default="auto",
