@@ -49,3 +49,15 @@ def test_install_cell_uses_repository_url_and_version():
 
     url = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
     assert f"git+{url}@v{accessibility.__version__}" in sync.install_cell_source()
+
+
+def test_references_to_unnumbered_statements_carry_their_text():
+    """Theorems numbered as in the paper are ``:nonumber:``; a bare ``{prf:ref}`label``` to one
+    renders as "Corollary " with no number, so such references must spell out their text."""
+    sources = {md: md.read_text() for md in CHAPTERS if md.exists()}
+    unnumbered = {label for text in sources.values()
+                  for label in re.findall(r"^:label: (\S+)\n(?::[a-z]+:.*\n)*?:nonumber:", text, re.M)}
+    assert "cor-46" in unnumbered                      # the pattern finds the paper's statements
+    bare = [(md.name, label) for md, text in sources.items()
+            for label in re.findall(r"\{prf:ref\}`([^`<>\s]+)`", text) if label in unnumbered]
+    assert not bare, f"write {{prf:ref}}`Corollary 4.6 <cor-46>`-style references: {bare}"
