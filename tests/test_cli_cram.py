@@ -45,7 +45,8 @@ def test_cram_json_resume_batch_size_and_export(tmp_path, capsys):
     assert "--export" not in meta["run_command"]              # the one that created the run folder
 
 
-@pytest.mark.parametrize("bad", [["--targets", "0"], ["--kind", "text"], ["--lr", "-1"], ["--m", "0"]])
+@pytest.mark.parametrize("bad", [["--targets", "0"], ["--kind", "text"], ["--lr", "-1"], ["--m", "0"],
+                                 ["--prefix", "foo"]])
 def test_bad_input_is_one_line_and_exit_2(bad, tmp_path, capsys):
     assert main(ARGS + ["--out", str(tmp_path)] + bad) == 2
     err = capsys.readouterr().err

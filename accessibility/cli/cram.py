@@ -48,9 +48,14 @@ def add_arguments(parser) -> None:
 
 
 def config_from_args(args):
+    from accessibility.checks import InputError
     from accessibility.cramming import CramConfig
 
-    prefix = args.prefix if args.prefix in ("auto", "none") else int(args.prefix)
+    prefix = args.prefix
+    if prefix not in ("auto", "none"):
+        if not prefix.isdigit():
+            raise InputError(f"--prefix must be auto, none or a token id (an integer >= 0); got {prefix!r}")
+        prefix = int(prefix)
     changes = {k: getattr(args, k) for k in OVERRIDES if getattr(args, k) is not None}
     return CramConfig.preset(args.preset, first_token_given=args.first_token == "given", prefix=prefix,
                              dtype=args.dtype, **changes)
