@@ -178,17 +178,16 @@ def prefix_token(lm, config: CramConfig) -> int | None:
 
 def embedding_std(lm) -> float:
     """Std of all entries of the input embeddings of the real tokens, as the model embeds them."""
-    ids = torch.as_tensor(lm.info.real_token_ids, device=lm.input_embeddings().device)
+    ids = torch.as_tensor(lm.info.real_token_ids, device=lm.device)
     with torch.no_grad():
-        return float(lm.model.get_input_embeddings()(ids).float().std())
+        return float(lm.embed(ids).float().std())
 
 
 def build_inputs(lm, mem, tokens, prefix: int | None) -> torch.Tensor:
     """``[prefix] mem tokens`` as input embeddings, shape (rows, [1] + m + tokens.shape[1], d)."""
-    embed = lm.model.get_input_embeddings()
-    parts = [mem.to(embed.weight.dtype), embed(tokens)]
+    parts = [mem.to(lm.input_embeddings().dtype), lm.embed(tokens)]
     if prefix is not None:
-        pre = embed(torch.tensor([[prefix]], device=tokens.device))
+        pre = lm.embed(torch.tensor([[prefix]], device=tokens.device))
         parts.insert(0, pre.expand(mem.shape[0], 1, -1))
     return torch.cat(parts, dim=1)
 
@@ -289,7 +288,7 @@ def cram(lm, targets: torch.Tensor, m: int, config: CramConfig, *, seed: int = 0
     if targets.dim() != 2 or targets.shape[1] < config.n_max:
         raise InputError(f"targets must have shape (K, >= n_max={config.n_max}); got {tuple(targets.shape)}")
     indices = list(range(len(targets))) if indices is None else list(indices)
-    device, d = lm.input_embeddings().device, lm.info.d_model
+    device, d = lm.device, lm.info.d_model
     std = embedding_std(lm) * config.init_scale
     prefix, given = prefix_token(lm, config), int(config.first_token_given)
     state_dtype = torch.promote_types(lm.input_embeddings().dtype, torch.float32)  # never below fp32
@@ -372,16 +371,32 @@ def accessibility_points(lm, targets: torch.Tensor, m: int, ns: Sequence[int], c
                          **kwargs) -> np.ndarray:
     """The published per-point protocol: for each n, one fixed-length run per target (no growth);
     accessibility(n) is the fraction reproduced exactly. ``kwargs`` go to :func:`cram`."""
+    from accessibility.law import accessibility_curve
+
     out = []
     for n in ns:
         fixed = replace(config, n_start=int(n), n_max=int(n), growth=1.0)
-        out.append(np.mean([r.capacity >= n for r in cram(lm, targets[:, :n], m, fixed, **kwargs)]))
+        out.append(accessibility_curve([r.capacity for r in cram(lm, targets[:, :n], m, fixed, **kwargs)], [n])[0])
     return np.array(out)
 
 
 def record_key(kind: str, m: int, index: int) -> str:
     """Key of one (target, m) result in a :class:`~accessibility.results.RecordLog`."""
     return f"{kind}/m={m}/target={index}"
+
+
+def capacities_by_m(records) -> dict[int, list[int]]:
+    """{m: [capacity of each target, in target order]} from the records of one kind, the mapping
+    :func:`sweep` returns (for :func:`accessibility.law.summarize`).
+
+    >>> capacities_by_m([{"m": 2, "index": 1, "capacity": 9}, {"m": 1, "index": 0, "capacity": 5},
+    ...                  {"m": 2, "index": 0, "capacity": 8}])
+    {1: [5], 2: [8, 9]}
+    """
+    by_m: dict[int, list[int]] = {}
+    for r in sorted(records, key=lambda r: (r["m"], r["index"])):
+        by_m.setdefault(int(r["m"]), []).append(int(r["capacity"]))
+    return by_m
 
 
 def sweep(lm, kind: str, ms: Sequence[int], count: int, config: CramConfig, *, seed: int = 0,

@@ -127,12 +127,14 @@ class RecordLog:
         self.keys().add(key)
 
     def _drop_torn_tail(self) -> None:
+        """Cut a torn last line; reads only the last byte unless the line is torn."""
         if not self.path.exists() or self.path.stat().st_size == 0:
             return
-        data = self.path.read_bytes()
-        if not data.endswith(b"\n"):
-            with self.path.open("r+b") as f:
-                f.truncate(data.rfind(b"\n") + 1)
+        with self.path.open("r+b") as f:
+            f.seek(-1, os.SEEK_END)
+            if f.read(1) != b"\n":
+                f.seek(0)
+                f.truncate(f.read().rfind(b"\n") + 1)
 
 
 #: The ``accessibility ...`` command being run, set by :func:`accessibility.cli.main` (also when it

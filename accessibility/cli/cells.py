@@ -20,7 +20,8 @@ import math
 import time
 
 from accessibility.cli.geometry import (
-    add_model_arguments, add_sampling_arguments, load_from_args, precision_of, published_row, save,
+    add_model_arguments, add_sampling_arguments, geometry_config, load_from_args, precision_of, published_row,
+    save,
 )
 
 #: Default Monte-Carlo points: about 100 s of argmax assignment on SmolLM2-135M (about 1000 points/s on
@@ -48,8 +49,7 @@ def region_for(args, loaded):
     per_length = args.geometry_samples
     if args.region == "hidden":
         per_length = max(per_length, math.ceil(args.samples / len(args.lengths)))
-    config = geometry.GeometryConfig(lengths=tuple(args.lengths), samples=per_length,
-                                     batch_size=args.batch_size, seed=args.seed, add_bos=not args.no_bos)
+    config = geometry_config(args, per_length)
     measured = geometry.measure_geometry(loaded, config, progress=args.progress)
     stats = measured.pooled
     if args.region == "ball":
@@ -63,6 +63,7 @@ def region_for(args, loaded):
 
 def run(args) -> dict:
     from accessibility import cells, geometry
+    from accessibility.bounds import slope_bound
 
     start = time.perf_counter()
     loaded = load_from_args(args)
@@ -72,20 +73,21 @@ def run(args) -> dict:
     shares = cells.estimate_cells(loaded.unembedding(), region, config, bias=loaded.unembedding_bias(),
                                   progress=args.progress)
     info = loaded.info
-    uniform = geometry.refined_slopes(stats, vocab_size=info.vocab_size, **precision_of(args))
-    refined = geometry.refined_slopes(stats, vocab_size=info.vocab_size, entropy=shares.entropy, **precision_of(args))
+    precision = precision_of(args)
+    refined = geometry.refined_slopes(stats, vocab_size=info.vocab_size, entropy=shares.entropy, **precision)
+    uniform = float(slope_bound(d_model=info.d_model, vocab_size=info.vocab_size, r=stats.r_inf, **precision))
     top = cells.top_cells(shares.shares, loaded.tokenizer, args.top)
     result = {
         "model": info.name, "d_model": info.d_model, **shares.summary(),
         "entropy_convolution": cells.convolution_entropy(shares.shares).entropy,
         "log_real_tokens": math.log(info.n_real_tokens),
-        "r_inf": stats.r_inf, "precision": uniform.precision, "eps": args.eps,
-        "slope_uniform": uniform.ball, "slope_cells": refined.ball, "slope_box_cells": refined.box,
+        "r_inf": stats.r_inf, "precision": refined.precision, "eps": args.eps,
+        "slope_uniform": uniform, "slope_cells": refined.ball, "slope_box_cells": refined.box,
         "slope_cone_cells": refined.cone,
         "top_cells": top.to_dict(orient="records"),
         "published": published_row(info.name),
         "seconds": time.perf_counter() - start,
     }
     run_config = {"model": info.name, "dtype": args.dtype, "geometry": geo_config, "cells": config,
-                  **precision_of(args)}
+                  **precision}
     return save(args, "cells", run_config, result)

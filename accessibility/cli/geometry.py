@@ -72,6 +72,14 @@ def load_from_args(args):
                       allow_download=args.allow_download)
 
 
+def geometry_config(args, samples: int):
+    """The :class:`~accessibility.geometry.GeometryConfig` of the sampling flags, ``samples`` per length."""
+    from accessibility.geometry import GeometryConfig
+
+    return GeometryConfig(lengths=tuple(args.lengths), samples=samples, batch_size=args.batch_size,
+                          seed=args.seed, add_bos=not args.no_bos)
+
+
 def precision_of(args) -> dict:
     return {"precision": "absolute", "eps": args.eps} if args.eps is not None else {"precision": args.precision}
 
@@ -105,8 +113,7 @@ def run(args) -> dict:
 
     start = time.perf_counter()
     loaded = load_from_args(args)
-    config = geometry.GeometryConfig(lengths=tuple(args.lengths), samples=args.samples,
-                                     batch_size=args.batch_size, seed=args.seed, add_bos=not args.no_bos)
+    config = geometry_config(args, args.samples)
     measured = geometry.measure_geometry(loaded, config, progress=args.progress)
     pooled = measured.pooled
     slopes = geometry.refined_slopes(pooled, vocab_size=loaded.info.vocab_size, **precision_of(args))
