@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import time
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -26,6 +25,7 @@ import torch.nn.functional as F
 
 from accessibility.checks import InputError, at_least, in_range, positive
 from accessibility.copy_models import CopyModel, CopyModelConfig, build_model
+from accessibility.models import torch_threads
 from accessibility.copy_task import BOS_ID, IGNORE, SEP_ID, TASK_VERSION, Batch, eval_batch, packed_batch
 
 #: Keys of the independent random streams (with the seed, and for evaluation the length): training
@@ -191,22 +191,6 @@ def stream(seed: int, *keys: int) -> torch.Generator:
     """An independent torch generator for ``(seed, *keys)`` (numpy's SeedSequence mixes them)."""
     state = np.random.SeedSequence([seed, *keys]).generate_state(1, np.uint64)[0]
     return torch.Generator().manual_seed(int(state))
-
-
-@contextmanager
-def torch_threads(n: int | None):
-    """Run the block with ``n`` torch intra-op threads (None: leave the setting), then restore it.
-
-    These models are small: on a shared or busy CPU one thread is often several times faster than
-    two, whose workers spin waiting for each other.
-    """
-    before = torch.get_num_threads()
-    if n is not None:
-        torch.set_num_threads(int(at_least("threads", n, 1, integer=True)))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def train(config: CopyConfig, *, device: str | torch.device = "cpu", progress: bool = False,
@@ -382,7 +366,7 @@ def run_copy(config: CopyConfig, *, out: str | Path | None = None, device: str |
     The model lives in ``<out>/copy-<hash of config.training_part()>/`` (``out`` defaults to
     ``cache_dir()/copying``) with ``config.json``, ``model.pt`` and ``train.json``; each evaluation in
     ``eval-<hash of the evaluation settings>.json`` next to them. ``retrain`` ignores a cached model;
-    ``threads`` sets torch's thread count for the run (see :func:`torch_threads`).
+    ``threads`` sets torch's thread count for the run (see :func:`accessibility.models.torch_threads`).
     """
     with torch_threads(threads):
         return _run_copy(config, out, device, progress, retrain)

@@ -34,6 +34,7 @@ import json
 import os
 import re
 import shutil
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -431,3 +432,19 @@ def load_model(name: str, *, dtype: torch.dtype | None = None, device: str | tor
                                **options)
     return load_pretrained(PAPER_MODELS.get(key, name), name=name, dtype=dtype, device=device,
                            allow_download=allow_download, **options)
+
+
+@contextmanager
+def torch_threads(n: int | None):
+    """Run the block with ``n`` torch intra-op threads (None: leave the setting), then restore it.
+
+    Small models are often several times faster on one thread than on two on a shared or busy CPU,
+    whose workers spin waiting for each other.
+    """
+    before = torch.get_num_threads()
+    if n is not None:
+        torch.set_num_threads(int(at_least("threads", n, 1, integer=True)))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -12,8 +12,10 @@ ARGS = ["cram", "--model", "toy", "--m", "1", "2", "--targets", "2", "--max-step
 
 
 @pytest.fixture(autouse=True)
-def keep_threads():
+def two_threads():
+    """Two threads around each command, so that a leaked --threads 1 shows."""
     before = torch.get_num_threads()
+    torch.set_num_threads(2)
     yield
     torch.set_num_threads(before)
 
@@ -26,6 +28,7 @@ def _run(capsys, *extra):
 def test_cram_json_resume_batch_size_and_export(tmp_path, capsys):
     out = str(tmp_path / "runs")
     first = _run(capsys, "--out", out)
+    assert torch.get_num_threads() == 2                       # --threads 1 held only while it ran
     for key in ("n50", "n50_ci", "slope", "intercept", "r2", "slope_theory", "ratio", "wall_seconds"):
         assert key in first
     assert set(first["n50"]) == {"1", "2"} and first["slope"] > 0

@@ -14,7 +14,8 @@ from accessibility.copy_models import (ARCHITECTURES, CopyModelConfig, alibi_bia
 from accessibility.copy_task import (BOS_ID, EOS_ID, IGNORE, PAD_ID, SEP_ID, SYMBOLS, decode, encode,
                                      eval_batch, packed_batch)
 from accessibility.copying import (CopyConfig, CopyEval, clopper_pearson, copy_n50, evaluate, greedy_copy,
-                                   load_record, run_copy, save_record, teacher_forced, torch_threads, train)
+                                   load_record, run_copy, save_record, teacher_forced, train)
+from accessibility.models import torch_threads
 
 TINY = dict(d_model=32, n_layers=1, n_heads=2)
 EXAMPLE = re.compile(r"\$([a-z]+)\|\1\.")

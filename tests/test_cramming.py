@@ -9,7 +9,7 @@ import torch
 
 from accessibility import cramming as cr
 from accessibility.checks import InputError
-from accessibility.models import load_model
+from accessibility.models import load_model, torch_threads
 from accessibility.results import RecordLog
 from accessibility.targets import make_targets, random_targets, text_targets
 
@@ -20,10 +20,8 @@ SMALL = cr.CramConfig.quick(n_max=8, max_steps=50, patience=15)
 @pytest.fixture(scope="module", autouse=True)
 def one_thread():
     """The toy model is too small to gain from threads; on a busy machine they cost 20x."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with torch_threads(1):
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ heavy libraries (torch, transformers) inside ``run`` so that ``--help`` stays fa
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import shlex
 import sys
@@ -63,13 +64,23 @@ def format_text(result: dict) -> str:
     return "\n".join(lines)
 
 
+def _torch_threads(n: int | None):
+    """A command's ``--threads`` for its duration only (``main`` may run in-process); 0 or None: torch's."""
+    if not n:
+        return contextlib.nullcontext()
+    from accessibility.models import torch_threads
+
+    return torch_threads(n)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = next((a for a in argv if not a.startswith("-")), None)
     args = build_parser(command).parse_args(argv)
     token = CURRENT_COMMAND.set(shlex.join(["accessibility", *argv]))
     try:
-        result = args._run(args)
+        with _torch_threads(getattr(args, "threads", None)):
+            result = args._run(args)
     except InputError as err:
         print(f"accessibility {args.command}: error: {err}", file=sys.stderr)
         return 2

@@ -79,7 +79,7 @@ def run(args) -> dict:
 
     config = config_from_args(args)
     result = run_copy(config, out=args.out, device=args.device, progress=args.progress,
-                      retrain=args.retrain, threads=args.threads)
+                      retrain=args.retrain)
     if args.save:
         from accessibility.copying import save_record
 

@@ -74,8 +74,6 @@ def run(args) -> dict:
     at_least("--targets", args.targets, 1, integer=True)
     at_least("--m", args.m, 1, integer=True)
     cfg = config_from_args(args)
-    if args.threads:
-        torch.set_num_threads(args.threads)
     # The folder depends on what determines the results, not on --m, --targets or --batch-size.
     config = {"model": args.model, "model_dtype": args.model_dtype, "kind": args.kind, "seed": args.seed,
               "cram": cfg}

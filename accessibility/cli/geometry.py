@@ -66,8 +66,6 @@ def load_from_args(args):
 
     from accessibility.models import load_model
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
     return load_model(args.model, dtype=getattr(torch, args.dtype), device=args.device,
                       allow_download=args.allow_download)
 
