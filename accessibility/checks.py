@@ -30,8 +30,8 @@ def _out(arr: np.ndarray):
     return float(arr) if arr.ndim == 0 else arr
 
 
-def positive(name: str, value, *, allow_inf: bool = False):
-    """``value > 0`` (and finite unless ``allow_inf``).
+def positive(name: str, value):
+    """``value > 0`` and finite.
 
     >>> positive("eps", 0.5)
     0.5
@@ -41,8 +41,8 @@ def positive(name: str, value, *, allow_inf: bool = False):
     accessibility.checks.InputError: eps must be > 0 and finite, got 0
     """
     arr = _array(name, value)
-    if not (arr > 0).all() or (not allow_inf and not np.isfinite(arr).all()):
-        raise InputError(f"{name} must be > 0{'' if allow_inf else ' and finite'}, got {value!r}")
+    if not (arr > 0).all() or not np.isfinite(arr).all():
+        raise InputError(f"{name} must be > 0 and finite, got {value!r}")
     return _out(arr)
 
 
