@@ -139,7 +139,11 @@ def assign_cells(x: torch.Tensor, W_U: torch.Tensor, bias: torch.Tensor | None =
     >>> assign_cells(x, W, assign="argmax").item(), assign_cells(x, W, assign="voronoi").item()
     (1, 0)
     """
-    W, offset = cell_scores(W_U, bias, assign)
+    return _cell_of(x, *cell_scores(W_U, bias, assign))
+
+
+def _cell_of(x: torch.Tensor, W: torch.Tensor, offset: torch.Tensor | None) -> torch.Tensor:
+    """argmax_v (x @ W.T + offset)_v for each row of x (the scores of :func:`cell_scores`)."""
     scores = x @ W.T  # (n, V)
     return (scores if offset is None else scores + offset).argmax(1)
 
@@ -334,11 +338,15 @@ class Partition2D:
 
 
 def principal_plane(h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, float]:
-    """Mean, two leading principal axes (shape (2, d)) and the largest |projection| of the samples h."""
+    """Mean, two leading principal axes (shape (2, d)) and the largest |projection| of the samples h.
+
+    The axes are those of :func:`accessibility.geometry.ellipsoid_axes` (one SVD of the centred samples).
+    """
+    from accessibility.geometry import ellipsoid_axes
+
     h = h.double()
     center = h.mean(0)
-    _, _, Vt = torch.linalg.svd(h - center, full_matrices=False)
-    axes = Vt[:2]
+    axes = torch.from_numpy(ellipsoid_axes(h)[0][:2])
     extent = float(((h - center) @ axes.T).abs().max())
     return center.float(), axes.float(), extent
 
@@ -349,6 +357,7 @@ def partition_2d(W_U: torch.Tensor, center: torch.Tensor, axes: torch.Tensor, ex
     grid = torch.linspace(-extent, extent, resolution)
     B, A = torch.meshgrid(grid, grid, indexing="ij")
     x = center + A.reshape(-1, 1) * axes[0] + B.reshape(-1, 1) * axes[1]  # (res², d)
-    tokens = torch.cat([assign_cells(chunk, W_U, bias, assign) for chunk in x.split(DEFAULT_BATCH)])
+    W, offset = cell_scores(W_U, bias, assign)                             # once, not per chunk
+    tokens = torch.cat([_cell_of(chunk, W, offset) for chunk in x.split(DEFAULT_BATCH)])
     return Partition2D(tokens=tokens.reshape(resolution, resolution).numpy(), a=grid.numpy(), b=grid.numpy(),
                        assign=assign)

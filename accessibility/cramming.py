@@ -29,7 +29,8 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from accessibility.checks import InputError, at_least, in_range, one_of, positive
-from accessibility.targets import INIT_STREAM, torch_generator
+from accessibility.results import torch_generator
+from accessibility.targets import INIT_STREAM
 
 #: Autocast dtypes for the optimisation (certification runs without autocast). No fp16: it needs a
 #: gradient scaler, which the published pipeline omitted.

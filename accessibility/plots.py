@@ -261,25 +261,27 @@ def plot_accessibility_curves(capacities_by_m, *, points=None, n_max=None):
     return fig
 
 
-def plot_linear_law(summary: dict, *, label: str = "measured"):
+def plot_linear_law(summary, *, label: str = "measured"):
     """n_50(m) with its confidence interval, the least-squares line and the line through 0.
 
-    ``summary`` is :func:`accessibility.law.summarize`'s dict (keys may be str after JSON).
+    ``summary`` is a :class:`accessibility.law.CramSummary` (:func:`accessibility.law.summarize`, or
+    ``CramSummary.from_json`` of a saved run's summary).
     """
     import numpy as np
 
     fig, ax = new_figure()
-    ms = np.array(sorted(int(m) for m in summary["n50"]))
-    get = lambda d, m: d[m] if m in d else d[str(m)]  # noqa: E731
-    y = np.array([get(summary["n50"], m) for m in ms])
-    ci = np.array([get(summary["n50_ci"], m) for m in ms], dtype=float)
+    ms = np.array(summary.ms)
+    y = np.array([p.n50 for p in summary.points])
+    ci = np.array([(p.low, p.high) for p in summary.points], dtype=float)
     ci = np.where(np.isfinite(ci), ci, y[:, None])
     ax.errorbar(ms, y, yerr=[y - ci[:, 0], ci[:, 1] - y], fmt="o", capsize=3, label=f"{label} n$_{{50}}$")
     x = np.linspace(0, ms.max() * 1.05, 50)
-    if summary.get("slope") is not None:
-        ax.plot(x, summary["slope"] * x + summary["intercept"],
-                label=f"fit: {summary['slope']:.2f} m + {summary['intercept']:.2f} (R² = {summary['r2']:.3f})")
-        ax.plot(x, summary["slope_origin"] * x, ls="--", label=f"through 0: {summary['slope_origin']:.2f} m")
+    if summary.fit is not None:
+        fit, origin = summary.fit, summary.fit_origin
+        r2 = "undefined" if fit.r2 is None else f"{fit.r2:.3f}"
+        ax.plot(x, fit.slope * x + fit.intercept,
+                label=f"fit: {fit.slope:.2f} m + {fit.intercept:.2f} (R² = {r2}, {fit.n_points} points)")
+        ax.plot(x, origin.slope * x, ls="--", label=f"through 0: {origin.slope:.2f} m")
     ax.set(xlabel="m ([mem] vectors)", ylabel="n$_{50}$ (tokens)", xlim=(0, None), ylim=(0, None))
     ax.legend(fontsize=8)
     return fig

@@ -102,3 +102,13 @@ def test_config_validation():
         cells.CellsConfig(region="sphere")
     with pytest.raises(InputError, match="d_model"):
         cells.estimate_cells(W_UNEQUAL, cells.Region.ball(4, 1.0))
+
+
+def test_principal_plane_is_the_leading_svd_plane():
+    h = torch.randn(50, 6, generator=torch.Generator().manual_seed(0)) * torch.tensor([5.0, 3, 1, 1, 1, 1])
+    center, axes, extent = cells.principal_plane(h)
+    x = h.double().numpy() - h.double().numpy().mean(0)
+    vt = np.linalg.svd(x, full_matrices=False)[2][:2]
+    assert np.allclose(np.abs(axes.double().numpy() @ vt.T), np.eye(2), atol=1e-5)    # same axes, up to sign
+    assert np.allclose(center.numpy(), h.mean(0).numpy(), atol=1e-6)
+    assert extent == pytest.approx(np.abs(x @ axes.double().numpy().T).max(), rel=1e-6)

@@ -51,7 +51,8 @@ def test_model_lookup_reproduces_published_ratio(capsys):
     absolute = _json(capsys, "--model", "pythia-160m", "--eps", "0.01")  # the published radius is r
     assert absolute["r"] == 22.45 and absolute["slope"] == pytest.approx(768 * math.log1p(2 * 22.45 / 0.01) / math.log(50304))
     text_main = main(["bound", "--model", "gemma-3-270m"])
-    assert text_main == 0 and "slope_cells:" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert text_main == 0 and "slope C / H (cells)" in text and "tokens per vector" in text and "log10" in text
 
 
 @pytest.mark.parametrize("argv, word", [
@@ -68,6 +69,7 @@ def test_model_lookup_reproduces_published_ratio(capsys):
     (["--d-model", "8", "--vocab-size", "10", "--n", "5"], "--m"),
     (["--vocab-size", "10"], "--d-model"),
     (["--d-model", "8", "--vocab-size", "10", "--precision", "fp8"], "precision"),
+    (["--d-model", "8", "--vocab-size", "10", "--precision", "bf16", "--eps", "1e-3"], "not both"),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, word):
     try:

@@ -110,3 +110,23 @@ def test_theory_table_reproduces_paper_ratios():
     exact = published.theory_table(precision="exact-fp16")
     assert (exact["slope"].dropna() > theory.loc[exact["slope"].dropna().index, "slope"]).all()
     assert exact["log10_N_unbounded"].isna().all() and theory["log10_N_unbounded"].notna().all()
+
+
+def test_the_table_is_read_once_and_handed_out_as_copies(monkeypatch):
+    reads = []
+    real = pd.read_csv
+    monkeypatch.setattr(pd, "read_csv", lambda *a, **k: reads.append(1) or real(*a, **k))
+    published._table.cache_clear()
+    for name in ("pythia-160m", "Qwen2.5-0.5B", "gemma-3-270m"):
+        published.lookup(name)
+    published.theory_table()
+    mine = published.load_table()
+    mine.loc["Pythia-160m", "d_model"] = 1
+    assert len(reads) == 1 and published.lookup("pythia-160m")["d_model"] == 768
+
+
+def test_paper_models_are_the_tables_hub_ids():
+    from accessibility.models import PAPER_MODELS
+
+    table = published.load_table()
+    assert PAPER_MODELS == {name.lower(): hf_id for name, hf_id in table["hf_id"].items()}
