@@ -12,7 +12,8 @@ in chunks. Non-uniform cells refine Corollary 4.6: replacing :math:`\\ln|V|` by
 
 .. math:: H = -\\frac{1}{|V'|}\\sum_{v \\in V'} \\ln p_v \\ \\ge\\ \\ln|V'| \\qquad (V' = \\{v : p_v > 0\\})
 
-gives the slope :math:`C_{\\text{cells}} = d\\ln(1 + 2r/\\varepsilon)/H` (:func:`accessibility.bounds.cell_entropy`).
+gives the slope :math:`C_{\\text{cells}} = d\\ln(1 + 2r/\\varepsilon)/H`
+(:func:`accessibility.bounds.cell_entropy`).
 With N samples the smallest nonzero share is 1/N and unseen tokens drop out of V', which biases H
 down: every estimate reports the zero-count fraction, :math:`\\ln N` (H of a single sample can never
 exceed it) and H at N/2, N/4, ... to show the trend.
@@ -90,7 +91,8 @@ class Region:
 
     @classmethod
     def box(cls, lows, highs) -> Region:
-        """Uniform in the box [lows, highs] (per-coordinate, e.g. measured by :mod:`accessibility.geometry`)."""
+        """Uniform in the box [lows, highs] (per coordinate, e.g. measured by
+        :mod:`accessibility.geometry`)."""
         lows, highs = torch.as_tensor(lows, dtype=torch.float32), torch.as_tensor(highs, dtype=torch.float32)
         if lows.shape != highs.shape or lows.ndim != 1 or (lows > highs).any():
             raise InputError("box needs lows <= highs, two vectors of length d_model")
@@ -286,7 +288,8 @@ class ConvolutionEstimate:
     medians: np.ndarray
 
 
-def convolution_entropy(shares, *, max_fold: int = CONV_MAX_FOLD, bin_width: float = CONV_BIN) -> ConvolutionEstimate:
+def convolution_entropy(shares, *, max_fold: int = CONV_MAX_FOLD,
+                        bin_width: float = CONV_BIN) -> ConvolutionEstimate:
     """The published pipeline's H: fit the median of the k-fold log-convolution linearly in k.
 
     For a sequence of k tokens drawn uniformly from V', :math:`\\ln P = \\sum_{i\\le k} \\ln p_{v_i}` has
@@ -352,8 +355,10 @@ def principal_plane(h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, float]
 
 
 def partition_2d(W_U: torch.Tensor, center: torch.Tensor, axes: torch.Tensor, extent: float, *,
-                 bias: torch.Tensor | None = None, assign: str = "argmax", resolution: int = 200) -> Partition2D:
-    """Token of every point of a ``resolution``² grid on the plane center + a·axes[0] + b·axes[1], |a|,|b| <= extent."""
+                 bias: torch.Tensor | None = None, assign: str = "argmax",
+                 resolution: int = 200) -> Partition2D:
+    """Token of every point of a ``resolution``² grid on the plane center + a·axes[0] + b·axes[1],
+    |a|, |b| <= extent."""
     grid = torch.linspace(-extent, extent, resolution)
     B, A = torch.meshgrid(grid, grid, indexing="ij")
     x = center + A.reshape(-1, 1) * axes[0] + B.reshape(-1, 1) * axes[1]  # (res², d)

@@ -81,7 +81,8 @@ class CopyModelConfig:
         if self.arch != "lstm" and self.d_model % self.n_heads:
             raise InputError(f"d_model must be a multiple of n_heads={self.n_heads}, got {self.d_model}")
         if self.pretrained is not None and self.arch != "rope":
-            raise InputError(f"pretrained models are fine-tuned as they are (arch 'rope'); got arch {self.arch!r}")
+            raise InputError(f"pretrained models are fine-tuned as they are (arch 'rope'); "
+                             f"got arch {self.arch!r}")
 
     @classmethod
     def quick(cls, arch: str = "rope") -> CopyModelConfig:

@@ -200,7 +200,8 @@ def train(config: CopyConfig, *, device: str | torch.device = "cpu", progress: b
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, betas=config.betas,
                                   weight_decay=config.weight_decay)
     data = torch_generator(config.seed, TRAIN_STREAM)
-    held_out = eval_batch(config.train_lengths[1], config.stop_strings, torch_generator(config.seed, STOP_STREAM))
+    held_out = eval_batch(config.train_lengths[1], config.stop_strings,
+                          torch_generator(config.seed, STOP_STREAM))
     held_out = held_out.to(device)
     losses, checks, start, cpu_start = [], [], time.perf_counter(), time.process_time()
     bar = tqdm(range(config.max_steps), disable=not progress, desc=f"copy {config.model.arch}")
@@ -287,7 +288,8 @@ def evaluate(model: CopyModel, lengths, n_strings: int, *, seed: int = 0, alpha:
     correct = np.array([int(r.all(1).sum()) for r in right])
     lo, hi = clopper_pearson(correct, n_strings, alpha)
     return CopyEval(lengths=lengths, n_strings=n_strings, correct=correct, accuracy=correct / n_strings,
-                    ci_low=lo, ci_high=hi, char_accuracy=np.array([r[:, :-1].float().mean().item() for r in right]),
+                    ci_low=lo, ci_high=hi,
+                    char_accuracy=np.array([r[:, :-1].float().mean().item() for r in right]),
                     position_accuracy=[r.float().mean(0).numpy() for r in right])
 
 
@@ -346,11 +348,13 @@ class CopyRun:
         return {
             "arch": self.config.model.arch, "train_lengths": list(self.config.train_lengths),
             "accuracy": dict(zip(e.lengths.tolist(), e.accuracy.tolist())),
-            "accuracy_ci": {int(n): [lo, hi] for n, lo, hi in zip(e.lengths, e.ci_low.tolist(), e.ci_high.tolist())},
+            "accuracy_ci": {int(n): [lo, hi]
+                            for n, lo, hi in zip(e.lengths, e.ci_low.tolist(), e.ci_high.tolist())},
             "char_accuracy": dict(zip(e.lengths.tolist(), e.char_accuracy.tolist())),
             "n_strings": e.n_strings, "copy_n50": self.n50.n50, "copy_n50_ci": [self.n50.low, self.n50.high],
             "train_seconds": self.log.train_seconds, "cpu_seconds": self.log.cpu_seconds,
-            "steps": self.log.steps, "converged": self.log.converged, "cached": self.cached, "folder": str(self.folder),
+            "steps": self.log.steps, "converged": self.log.converged, "cached": self.cached,
+            "folder": str(self.folder),
         }
 
 
@@ -371,7 +375,8 @@ def _run_copy(config, out, device, progress, retrain) -> CopyRun:
     from accessibility import cache_dir
     from accessibility.results import config_hash, read_json, run_folder, write_json
 
-    folder = run_folder(Path(out) if out is not None else cache_dir() / "copying", "copy", config.training_part())
+    out = Path(out) if out is not None else cache_dir() / "copying"
+    folder = run_folder(out, "copy", config.training_part())
     weights, train_json = folder / "model.pt", folder / "train.json"
     cached = weights.exists() and train_json.exists() and not retrain
     if cached:

@@ -199,7 +199,8 @@ def pairwise_cosines(h: torch.Tensor, chunk: int = COSINE_CHUNK) -> Cosines:
 def enclosing_cone_angle(h: torch.Tensor) -> float:
     """Half-angle (radians) of the cone around the mean direction that holds every row of h.
 
-    .. math:: \\varphi = \\max_j \\arccos\\big(u_j \\cdot c\\big),\\qquad c = \\frac{\\sum_j u_j}{\\|\\sum_j u_j\\|}
+    .. math:: \\varphi = \\max_j \\arccos\\big(u_j \\cdot c\\big),\\qquad
+              c = \\frac{\\sum_j u_j}{\\|\\sum_j u_j\\|}
 
     A true containment (unlike arccos(min cos)/2, which is a lower bound for any enclosing cone).
     """
@@ -324,8 +325,9 @@ def measure_geometry(loaded, config: GeometryConfig | None = None, *, progress: 
     generator = torch.Generator().manual_seed(config.seed)
     hidden = {}
     for i, ell in enumerate(config.lengths):
-        hidden[ell] = sample_hidden(loaded, ell, config.samples, generator=generator, batch_size=config.batch_size,
-                                    add_bos=config.add_bos, verify=i == 0, progress=progress)
+        hidden[ell] = sample_hidden(loaded, ell, config.samples, generator=generator,
+                                    batch_size=config.batch_size, add_bos=config.add_bos, verify=i == 0,
+                                    progress=progress)
     per_length = [support_stats(h, ell, cosines=cosines) for ell, h in hidden.items()]
     pooled = support_stats(torch.cat(list(hidden.values())), cosines=cosines)
     return GeometryResult(model=loaded.info.name, d_model=loaded.info.d_model,
@@ -357,12 +359,14 @@ def refined_slopes(stats: SupportStats, *, vocab_size: int, precision: str = "fp
                    entropy: float | None = None) -> RefinedSlopes:
     """Ball, box, cone and ellipsoid slopes from measured statistics, computed by :mod:`accessibility.bounds`.
 
-    .. math:: C_{\\text{support}} = \\frac{\\ln P_{\\text{support}}(r, \\varepsilon)}{\\ln|V|\\ \\text{or}\\ H}
+    .. math:: C_{\\text{support}}
+              = \\frac{\\ln P_{\\text{support}}(r, \\varepsilon)}{\\ln|V|\\ \\text{or}\\ H}
 
     r is the measured L∞ radius (it sets ε = r·u for a relative precision). The cone uses the
     enclosing half-angle around the mean direction; ``cone_published`` uses arccos(min cos)/2. The
     ellipsoid is the enclosing one of covariance shape (:func:`ellipsoid_axes`), counted with its
-    half-widths (:func:`accessibility.bounds.log_ellipsoid_count`). ``entropy`` (the decoder-cell H of :mod:`accessibility.cells`) replaces ln|V| when given.
+    half-widths (:func:`accessibility.bounds.log_ellipsoid_count`). ``entropy`` (the decoder-cell H of
+    :mod:`accessibility.cells`) replaces ln|V| when given.
     """
     kw = dict(r=stats.r_inf, precision=precision, eps=eps)
     exact = precision in EXACT

@@ -127,7 +127,7 @@ def logistic_n50(ns, accessibility) -> float:
     from scipy.optimize import curve_fit
 
     ns, acc = np.asarray(ns, float), np.asarray(accessibility, float)
-    f = lambda n, mid, s: 1 / (1 + np.exp(np.clip((n - mid) / s, -50, 50)))  # noqa: E731
+    f = lambda n, mid, s: 1 / (1 + np.exp(np.clip((n - mid) / s, -50, 50)))
     (mid, _), _ = curve_fit(f, ns, acc, p0=[np.interp(0.5, acc[::-1], ns[::-1]), 1.0], maxfev=10000)
     return float(mid)
 
@@ -213,7 +213,7 @@ class CramSummary:
     def to_json(self) -> dict:
         """A JSON-ready mapping: per-m entries keyed by str(m), the two fits flattened (the keys of
         ``accessibility cram --json``); ±inf interval ends as null."""
-        per_m = lambda f: {str(p.m): f(p) for p in self.points}  # noqa: E731  (one line per key below)
+        per_m = lambda f: {str(p.m): f(p) for p in self.points}
         out = {"m": self.ms, "n50": per_m(lambda p: p.n50), "n50_ci": per_m(lambda p: _ends(p.low, p.high)),
                "n_targets": per_m(lambda p: p.n_targets), "stops": per_m(lambda p: dict(p.stops)),
                "n_censored": per_m(lambda p: p.n_censored), "n50_lower_bound": per_m(lambda p: p.lower_bound)}
@@ -234,7 +234,8 @@ class CramSummary:
                               stops=dict(d["stops"][str(m)]), n_censored=d["n_censored"][str(m)],
                               lower_bound=d["n50_lower_bound"][str(m)]) for m in d["m"])
         fits = [None if d[f"slope{k}"] is None else
-                SlopeFit(d[f"slope{k}"], d[f"intercept{k}"], d[f"r2{k}"], d[f"n_points{k}"], *d[f"slope{k}_ci"])
+                SlopeFit(d[f"slope{k}"], d[f"intercept{k}"], d[f"r2{k}"], d[f"n_points{k}"],
+                         *d[f"slope{k}_ci"])
                 for k in ("", "_origin")]
         return cls(points, *fits, **{k: d[k] for k in ("slope_theory", "precision", "eps", "r", "d_model",
                                                        "vocab_size", "confidence", "n_boot", "seed")})
@@ -248,8 +249,9 @@ def _end(value, sign: int) -> float:
     return sign * math.inf if value is None else value
 
 
-def summarize(data, *, d_model: int, vocab_size: int, precision: str | None = None, eps: float | None = None,
-              r: float | None = None, confidence: float = 0.95, n_boot: int = 2000, seed: int = 0) -> CramSummary:
+def summarize(data, *, d_model: int, vocab_size: int, precision: str | None = None,
+              eps: float | None = None, r: float | None = None, confidence: float = 0.95, n_boot: int = 2000,
+              seed: int = 0) -> CramSummary:
     """n_50(m) with intervals and stops, the linear law with and without intercept (joint-bootstrap
     slope intervals, :func:`bootstrap_slope`) and the Corollary 4.6 slope
     C = d ln(1 + 2r/ε) / ln|V| (:func:`accessibility.bounds.slope_bound`) at the caller's precision.

@@ -15,6 +15,7 @@ versions), ``records.jsonl`` (the resumable record log, where a command keeps on
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -350,9 +351,10 @@ def _find_run(folder_or_name) -> Path | Traversable:
     if os.sep not in name and "/" not in name and shipped.joinpath(CONFIG_FILE).is_file():
         return shipped
     if path.is_dir():
-        raise InputError(f"{path} is not a saved run (no {CONFIG_FILE}); a command writes one with --save {path}")
-    raise InputError(f"no saved run {name!r}: not a folder, and not a shipped run ({', '.join(shipped_runs())});"
-                     f" a command writes one with --save {name}")
+        raise InputError(f"{path} is not a saved run (no {CONFIG_FILE}); a command writes one with "
+                         f"--save {path}")
+    raise InputError(f"no saved run {name!r}: not a folder, and not a shipped run "
+                     f"({', '.join(shipped_runs())}); a command writes one with --save {name}")
 
 
 def _versions() -> dict[str, str]:
@@ -360,8 +362,6 @@ def _versions() -> dict[str, str]:
 
     found = {"python": sys.version.split()[0]}
     for name in ("accessibility", "torch", "transformers", "numpy"):
-        try:
+        with contextlib.suppress(PackageNotFoundError):
             found[name] = version(name)
-        except PackageNotFoundError:
-            pass
     return found

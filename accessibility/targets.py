@@ -57,7 +57,8 @@ def load_text() -> str:
     return " ".join(raw.split())
 
 
-def text_targets(tokenizer, count: int, n: int, seed: int = 0, start: int = 0, text: str | None = None) -> torch.Tensor:
+def text_targets(tokenizer, count: int, n: int, seed: int = 0, start: int = 0,
+                 text: str | None = None) -> torch.Tensor:
     """``count`` chunks of ``n`` consecutive tokens of the text, shape (count, n).
 
     The text is tokenized once (no special tokens) and cut into non-overlapping chunks of ``n``
@@ -71,7 +72,8 @@ def text_targets(tokenizer, count: int, n: int, seed: int = 0, start: int = 0, t
         raise InputError(f"the text holds {chunks} chunks of n={n} tokens, asked for targets "
                          f"{start}..{start + count - 1}; lower --targets or --n-max")
     order = rng(seed, TARGET_STREAM).permutation(chunks)[start:start + count]
-    return torch.as_tensor(np.array([ids[c * n:(c + 1) * n] for c in order], dtype=np.int64).reshape(count, n))
+    chunks = np.array([ids[c * n:(c + 1) * n] for c in order], dtype=np.int64)
+    return torch.as_tensor(chunks.reshape(count, n))
 
 
 def make_targets(lm, kind: str, count: int, n: int, seed: int = 0, start: int = 0) -> torch.Tensor:

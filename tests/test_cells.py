@@ -10,18 +10,20 @@ from accessibility import bounds, cells
 
 GEN = torch.Generator().manual_seed(0)
 # Rows of very different norms: argmax and Voronoi cells differ.
-W_UNEQUAL = torch.tensor([[3.0, 0.0, 0.0], [0.0, 1.0, 0.0], [-0.5, -0.5, 0.2], [0.1, 0.1, 2.0], [0.0, -2.0, -1.0]])
+W_UNEQUAL = torch.tensor([[3.0, 0.0, 0.0], [0.0, 1.0, 0.0], [-0.5, -0.5, 0.2], [0.1, 0.1, 2.0],
+                          [0.0, -2.0, -1.0]])
 
 
 def _estimate(W, region, assign="argmax", samples=20_000, seed=0):
-    return cells.estimate_cells(W, region, cells.CellsConfig(samples=samples, region=region.kind, assign=assign,
-                                                             seed=seed, batch_size=4096))
+    config = cells.CellsConfig(samples=samples, region=region.kind, assign=assign, seed=seed, batch_size=4096)
+    return cells.estimate_cells(W, region, config)
 
 
 def test_assignment_matches_brute_force():
     x = torch.randn(300, 3, generator=GEN)
     assert torch.equal(cells.assign_cells(x, W_UNEQUAL), (x @ W_UNEQUAL.T).argmax(1))
-    assert torch.equal(cells.assign_cells(x, W_UNEQUAL, assign="voronoi"), torch.cdist(x, W_UNEQUAL).argmin(1))
+    voronoi = cells.assign_cells(x, W_UNEQUAL, assign="voronoi")
+    assert torch.equal(voronoi, torch.cdist(x, W_UNEQUAL).argmin(1))
     bias = torch.tensor([0.0, 5.0, 0.0, 0.0, 0.0])
     assert torch.equal(cells.assign_cells(x, W_UNEQUAL, bias), (x @ W_UNEQUAL.T + bias).argmax(1))
 

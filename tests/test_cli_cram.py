@@ -31,14 +31,16 @@ def test_cram_json_resume_batch_size_and_precision(tmp_path, capsys):
     folder = str(tmp_path / "run")
     first = _run(capsys, "--save", folder)
     assert torch.get_num_threads() == 2                       # --threads 1 held only while it ran
-    for key in ("n50", "n50_ci", "stops", "n_censored", "n50_lower_bound", "slope", "intercept", "r2", "slope_ci",
-                "slope_origin", "slope_origin_ci", "slope_theory", "precision", "ratio", "compute_seconds"):
+    for key in ("n50", "n50_ci", "stops", "n_censored", "n50_lower_bound", "slope", "intercept", "r2",
+                "slope_ci", "slope_origin", "slope_origin_ci", "slope_theory", "precision", "ratio",
+                "compute_seconds"):
         assert key in first
     assert set(first["n50"]) == {"1", "2"} and first["slope"] > 0 and first["precision"] == "fp16"
     assert first["ratio"] == pytest.approx(first["slope_theory"] / first["slope"])
     assert all(sum(first["stops"][m].values()) == 2 for m in ("1", "2"))
     run = load_run(folder)
-    assert len(run.records) == 4 and first["compute_seconds"] == pytest.approx(sum(r["seconds"] for r in run.records))
+    assert len(run.records) == 4
+    assert first["compute_seconds"] == pytest.approx(sum(r["seconds"] for r in run.records))
     assert all("mem" not in r for r in run.records)           # small by default (--keep-mem keeps them)
     again = _run(capsys, "--save", folder, "--batch-size", "1", "--precision", "exact-bf16", "--r", "30")
     assert len(load_run(folder).records) == 4                  # resumed: nothing recomputed

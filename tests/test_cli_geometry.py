@@ -28,14 +28,16 @@ def test_geometry_json(capsys, tmp_path):
     assert [row["length"] for row in out["per_length"]] == [4, 8]
     run = load_run(out["folder"])
     assert run.summary["r_inf"] == out["r_inf"] and run.config["config"]["geometry"]["samples"] == 16
-    assert main(["geometry", "--model", "toy", "--samples", "16", "--lengths", "4", "8", "--save", str(tmp_path)]) == 0
+    argv = ["geometry", "--model", "toy", "--samples", "16", "--lengths", "4", "8", "--save", str(tmp_path)]
+    assert main(argv) == 0
     text = capsys.readouterr().out                       # the same run again, as a text table
     assert "tokens per vector" in text and "r_inf" in text and "ℓ (tokens)" in text
 
 
 def test_cells_json(capsys, tmp_path):
     out = _json(capsys, ["cells", "--model", "toy", "--samples", "3000", "--geometry-samples", "16",
-                         "--lengths", "4", "--region", "ball", "--assign", "voronoi", "--json", "--save", str(tmp_path)])
+                         "--lengths", "4", "--region", "ball", "--assign", "voronoi", "--json",
+                         "--save", str(tmp_path)])
     assert CELLS_KEYS <= out.keys()
     assert out["samples"] == 3000 and out["log_samples"] == pytest.approx(math.log(3000))
     assert out["entropy_H"] >= math.log(16 * (1 - out["zero_count_fraction"])) - 1e-12
@@ -45,7 +47,8 @@ def test_cells_json(capsys, tmp_path):
 
 
 def test_hidden_region_skips_the_pairwise_cosines(capsys, tmp_path, monkeypatch):
-    """--region hidden samples N hidden states; their O(N²·d) pairwise cosines are never shown, never computed."""
+    """--region hidden samples N hidden states; their O(N²·d) pairwise cosines are never shown, so never
+    computed."""
     from accessibility import geometry
 
     def refuse(*args, **kwargs):
@@ -58,6 +61,7 @@ def test_hidden_region_skips_the_pairwise_cosines(capsys, tmp_path, monkeypatch)
 
 
 def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path):
-    assert main(["geometry", "--model", "toy", "--samples", "4", "--lengths", "5000", "--save", str(tmp_path)]) == 2
+    assert main(["geometry", "--model", "toy", "--samples", "4", "--lengths", "5000",
+                 "--save", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "context window" in err and len(err.strip().splitlines()) == 1

@@ -8,8 +8,8 @@ import pytest
 from accessibility.cli import main
 from accessibility.results import load_run
 
-TINY_COPY = ["--arch", "lstm", "--d-model", "16", "--n-layers", "1", "--train-lengths", "2", "3", "--rows", "4",
-             "--max-steps", "2", "--eval-lengths", "2", "4", "--eval-strings", "8"]
+TINY_COPY = ["--arch", "lstm", "--d-model", "16", "--n-layers", "1", "--train-lengths", "2", "3",
+             "--rows", "4", "--max-steps", "2", "--eval-lengths", "2", "4", "--eval-strings", "8"]
 COMMANDS = {
     "cram": ["--model", "toy", "--m", "1", "2", "--targets", "2", "--max-steps", "30", "--patience", "10",
              "--n-max", "12"],
@@ -40,4 +40,5 @@ def test_precision_and_eps_together_is_the_same_one_line_error(command, tmp_path
     flags = {"bound": ["--d-model", "8", "--vocab-size", "10"]}.get(command, ["--model", "toy"])
     assert main([command, *flags, "--precision", "bf16", "--eps", "1e-3", "--save", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert err == f"accessibility {command}: error: give either --eps (an absolute ε) or --precision, not both\n"
+    assert err == f"accessibility {command}: error: give either --eps (an absolute ε) or --precision, " \
+                  "not both\n"

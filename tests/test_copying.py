@@ -220,8 +220,10 @@ def test_the_model_key_covers_every_training_setting():
     assert set(changed) == {f.name for f in fields(CopyConfig)} - {"eval_lengths", "eval_strings", "alpha"}
     for name, value in changed.items():
         assert config_hash(replace(base, **{name: value}).training_part()) != key, name
-    for name, value in {"d_model": 64, "n_layers": 3, "n_heads": 8, "mlp_ratio": 4, "pretrained": "x"}.items():
-        model = replace(base.model, **{name: value}) if name != "pretrained" else CopyModelConfig(pretrained="x")
+    shapes = {"d_model": 64, "n_layers": 3, "n_heads": 8, "mlp_ratio": 4, "pretrained": "x"}
+    for name, value in shapes.items():
+        model = (replace(base.model, **{name: value}) if name != "pretrained"
+                 else CopyModelConfig(pretrained="x"))
         assert config_hash(replace(base, model=model).training_part()) != key, name
     same = replace(base, eval_lengths=(5, 7), eval_strings=3, alpha=0.1,
                    model=replace(base.model, allow_download=True))
@@ -261,5 +263,6 @@ def test_alibi_mask_is_cut_from_one_cached_mask():
     with torch.no_grad():
         logits = model(ids)
         fresh = model.net(ids, attention_mask=alibi_bias(TINY["n_heads"], 7)).logits
-    assert model._alibi is cached and torch.equal(model.alibi_mask(7, ids.device), alibi_bias(TINY["n_heads"], 7))
+    assert model._alibi is cached
+    assert torch.equal(model.alibi_mask(7, ids.device), alibi_bias(TINY["n_heads"], 7))
     assert torch.equal(logits, fresh)

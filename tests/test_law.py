@@ -52,7 +52,8 @@ def test_summarize_uses_the_corollary_slope_at_the_callers_precision():
         float(slope_bound(d_model=64, vocab_size=16, precision="exact-bf16", r=30.0)))
     assert exact.slope_theory != s.slope_theory
     absolute = law.summarize(caps, d_model=64, vocab_size=16, n_boot=20, eps=0.1, r=1.0)
-    assert absolute.precision == "absolute" and absolute.slope_theory == pytest.approx(64 * np.log(21) / np.log(16))
+    assert absolute.precision == "absolute"
+    assert absolute.slope_theory == pytest.approx(64 * np.log(21) / np.log(16))
     one = law.summarize({2: [3, 4, 5]}, d_model=64, vocab_size=16)
     assert one.fit is None and one.fit_origin is None and one.ratio is None
 
@@ -64,11 +65,12 @@ def _records(caps_by_m, stops_by_m, n_max=20):
 
 def test_stops_censoring_and_the_lower_bound_flag():
     records = _records({1: [4, 5, 6, 7, 8], 2: [9, 10, 11, 20, 20]},
-                       {1: ["patience"] * 4 + ["budget"], 2: ["patience", "budget", "patience", "full", "n_max"]})
+                       {1: ["patience"] * 4 + ["budget"],
+                        2: ["patience", "budget", "patience", "full", "n_max"]})
     s = law.summarize(records, d_model=8, vocab_size=16, n_boot=50)
     one, two = s.points
     assert one.stops == {"budget": 1, "patience": 4} and one.n_censored == 0
-    assert not one.lower_bound            # the budget-stopped target is above the median: raising it changes nothing
+    assert not one.lower_bound     # the budget-stopped target is above the median: raising it changes nothing
     assert two.stops == {"budget": 1, "full": 1, "n_max": 1, "patience": 2} and two.n_censored == 2
     assert two.lower_bound and s.lower_bound   # the budget-stopped 10 sits below the median 11
     mixed = records + [{**records[0], "kind": "text"}]

@@ -52,7 +52,8 @@ def test_save_and_load_a_run(tmp_path):
         load_run(folder)
     save_run(folder, config, records=[{"key": "a", "x": 1}], summary={"total": 1})
     run = load_run(str(folder))
-    assert run.config["command"] == "accessibility demo --n 3" and run.config["config_hash"] == config_hash({"n": 3})
+    assert run.config["command"] == "accessibility demo --n 3"
+    assert run.config["config_hash"] == config_hash({"n": 3})
     assert run.records == [{"key": "a", "x": 1}] and run.summary == {"total": 1}
     assert {"versions", "created", "kind"} <= set(run.config)
     with pytest.raises(InputError, match="another run"):
@@ -75,6 +76,7 @@ def test_shipped_runs_load_by_name_and_their_commands_rebuild_their_config():
         argv = shlex.split(run.command)[1:]
         assert argv[0] == run.config["kind"] and f"accessibility/data/runs/{name}" in argv
         module = importlib.import_module(f"accessibility.cli.{argv[0]}")
-        assert config_hash(module.run_config(build_parser(argv[0]).parse_args(argv))) == run.config["config_hash"]
+        rebuilt = module.run_config(build_parser(argv[0]).parse_args(argv))
+        assert config_hash(rebuilt) == run.config["config_hash"]
         assert run.summary["compute_seconds"] is None or run.summary["compute_seconds"] > 0
         assert all("mem" not in r for r in run.records)

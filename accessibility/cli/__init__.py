@@ -23,10 +23,13 @@ from accessibility.results import CURRENT_COMMAND, to_json
 #: Command name -> one-line help. Each has a module ``accessibility.cli.<name>``.
 COMMANDS = {
     "bound": "upper bounds of Theorem 4.5 and Corollaries 4.6 / 4.10 for a width, vocabulary and precision",
-    "geometry": "support of a model's final hidden states: radii, cosines, cone, box, ellipsoid and refined slopes",
+    "geometry": "support of a model's final hidden states: radii, cosines, cone, box, ellipsoid and "
+                "refined slopes",
     "cells": "decoder-cell shares of a model (argmax or Voronoi), their entropy H and the refined slope",
-    "cram": "cram targets into m soft-prompt vectors: capacities, n_50(m), the linear law and the theory ratio",
-    "copy": "train a model to copy strings: accuracy against length beyond training, copy_n50 with its interval",
+    "cram": "cram targets into m soft-prompt vectors: capacities, n_50(m), the linear law and the "
+            "theory ratio",
+    "copy": "train a model to copy strings: accuracy against length beyond training, copy_n50 with "
+            "its interval",
 }
 
 

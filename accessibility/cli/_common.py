@@ -46,13 +46,15 @@ def add_precision_arguments(parser, *, radius: bool) -> None:
                         help=f"precision convention of the bound: relative ε = r·u (u the unit roundoff; "
                         f"default {DEFAULT_PRECISION}) or {'/'.join(EXACT)}, the exact number of float "
                         f"values in [-r, r]")
-    parser.add_argument("--eps", type=float, metavar="EPS", help="absolute precision ε instead of --precision")
+    parser.add_argument("--eps", type=float, metavar="EPS",
+                        help="absolute precision ε instead of --precision")
     if radius:
         parser.add_argument("--r", type=float, metavar="R", help="support radius (largest |coordinate|); "
                             "needed by --eps and the exact-* precisions, irrelevant for relative ones")
 
 
-def add_save_argument(parser, *, default: str = "results/<command>/<config hash>", resumable: bool = False) -> None:
+def add_save_argument(parser, *, default: str = "results/<command>/<config hash>",
+                      resumable: bool = False) -> None:
     """--save DIR, the run folder."""
     again = "; running the same command again resumes from its records" if resumable else ""
     parser.add_argument("--save", metavar="DIR", help="run folder for config.json, records.jsonl and "
@@ -73,7 +75,8 @@ def add_sampling_arguments(parser) -> None:
 
     default = GeometryConfig()
     parser.add_argument("--lengths", type=int, nargs="+", default=list(default.lengths), metavar="L",
-                        help=f"prompt lengths ℓ in random tokens (default {' '.join(map(str, default.lengths))})")
+                        help="prompt lengths ℓ in random tokens "
+                        f"(default {' '.join(map(str, default.lengths))})")
     parser.add_argument("--batch-size", type=int, default=default.batch_size,
                         help="prompts per forward pass (default %(default)s)")
     parser.add_argument("--seed", type=int, default=default.seed, help="seed of the random prompts")
@@ -102,7 +105,8 @@ def precision_of(args) -> dict:
         raise InputError(BOTH_PRECISIONS)
     if args.eps is not None:
         positive("eps", args.eps)
-    spec = {"precision": ABSOLUTE if args.eps is not None else args.precision or DEFAULT_PRECISION, "eps": args.eps}
+    name = ABSOLUTE if args.eps is not None else args.precision or DEFAULT_PRECISION
+    spec = {"precision": name, "eps": args.eps}
     if hasattr(args, "r"):
         if args.r is not None:
             positive("r", args.r)
@@ -170,7 +174,8 @@ def save(args, kind: str, config, result: dict, records=()) -> dict:
     """Save ``result`` as the summary of the run (and ``records``); add ``folder`` to the result."""
     from accessibility.results import default_folder, save_run
 
-    folder = save_run(args.save or default_folder(kind, config), {"kind": kind, "config": config}, records, result)
+    folder = args.save or default_folder(kind, config)
+    save_run(folder, {"kind": kind, "config": config}, records, result)
     return {**result, "folder": str(folder)}
 
 
@@ -180,7 +185,7 @@ def save(args, kind: str, config, result: dict, records=()) -> dict:
 def number(value, digits: int = 4) -> str:
     """A value for a table: ``digits`` significant digits for floats, ``-`` for None or NaN (unknown).
 
-    >>> number(3.14159), number(12345.678), number(None), number(7), number(float("inf")), number(float("nan"))
+    >>> number(3.14159), number(12345.678), number(None), number(7), number(math.inf), number(math.nan)
     ('3.142', '1.235e+04', '-', '7', 'inf', '-')
     """
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -219,5 +224,6 @@ def table(header, rows) -> str:
     """
     cells = [list(header)] + [[number(v) if not isinstance(v, str) else v for v in row] for row in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
-    return "\n".join("  ".join([row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)])
-                     .rstrip() for row in cells)
+    lines = [[row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)]
+             for row in cells]
+    return "\n".join("  ".join(line).rstrip() for line in lines)

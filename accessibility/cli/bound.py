@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import math
 
-from accessibility.cli._common import add_precision_arguments, add_save_argument, aligned, needs_radius, precision_of
+from accessibility.cli._common import (
+    add_precision_arguments, add_save_argument, aligned, needs_radius, precision_of,
+)
 from accessibility.precision import EXACT
 
 #: Columns of :func:`accessibility.published.theory_table` shown for a model of the table (their
@@ -27,17 +29,18 @@ PUBLISHED_COLUMNS = ("slope_pg19", "r2_pg19", "slope_random", "r2_random", "slop
 
 def add_arguments(parser) -> None:
     parser.add_argument("--model", metavar="NAME", help="a model of the shipped table (case-insensitive), "
-                        "e.g. pythia-160m, qwen2.5-0.5b, llama-3.2-1b, gemma-3-270m; its published r and min cos "
-                        "are used unless given")
+                        "e.g. pythia-160m, qwen2.5-0.5b, llama-3.2-1b, gemma-3-270m; its published r and "
+                        "min cos are used unless given")
     parser.add_argument("--d-model", type=int, metavar="D", help="model width d")
-    parser.add_argument("--vocab-size", type=int, metavar="V", help="vocabulary size |V| (rows of the unembedding)")
+    parser.add_argument("--vocab-size", type=int, metavar="V",
+                        help="vocabulary size |V| (rows of the unembedding)")
     add_precision_arguments(parser, radius=True)
     parser.add_argument("--min-cos", type=float, metavar="X", help="smallest pairwise cosine: adds the cone "
                         "refinement with half-angle arccos(X)/2 (published convention)")
-    parser.add_argument("--m", type=int, metavar="M", help="prompt length in vectors: adds Theorem 4.5's count "
-                        "and Corollary 4.6's n* <= C·m")
-    parser.add_argument("--n", type=int, metavar="N", help="output length (needs --m): adds the log10 bound on "
-                        "the accessible fraction of V^n (Corollary 4.6)")
+    parser.add_argument("--m", type=int, metavar="M", help="prompt length in vectors: adds Theorem 4.5's "
+                        "count and Corollary 4.6's n* <= C·m")
+    parser.add_argument("--n", type=int, metavar="N", help="output length (needs --m): adds the log10 bound "
+                        "on the accessible fraction of V^n (Corollary 4.6)")
     parser.add_argument("--delta", type=float, metavar="DELTA", help="with --m: the length past which the "
                         "accessible fraction is below DELTA")
     add_save_argument(parser, default="none: a calculation is not saved")
@@ -94,7 +97,8 @@ def run(args) -> dict:
         out.update(min_cos=min_cos, phi=float(bounds.cone_half_angle(min_cos)), log_cone_fraction=log_f,
                    slope_cone=c_cone)
     if row is not None:
-        out.update(_published(row, d, v, r, out.get("min_cos"), args.precision, absolute=args.eps is not None))
+        out.update(_published(row, d, v, r, out.get("min_cos"), args.precision,
+                              absolute=args.eps is not None))
     if args.m is not None:
         m = int(at_least("m", args.m, 1, integer=True))
         out.update(m=m, log10_count=bounds.to_log10(bounds.log_count(d_model=d, m=m, **prec)),
@@ -105,7 +109,8 @@ def run(args) -> dict:
             n = int(at_least("n", args.n, 1, integer=True))
             out.update(n=n, log10_fraction_bound=bounds.log10_fraction_bound(n=n, m=m, slope=c, vocab_size=v))
             if c_cone is not None:
-                out["log10_fraction_bound_cone"] = bounds.log10_fraction_bound(n=n, m=m, slope=c_cone, vocab_size=v)
+                out["log10_fraction_bound_cone"] = bounds.log10_fraction_bound(n=n, m=m, slope=c_cone,
+                                                                               vocab_size=v)
     if args.precision not in EXACT:  # Corollary 4.10 needs a metric resolution ε
         out["log10_N_unbounded"] = bounds.log10_unbounded_threshold(d_model=d, vocab_size=v, **prec)
     if args.save:
@@ -138,30 +143,30 @@ def _published(row, d: int, v: int, r, min_cos, precision: str | None, absolute:
     return out | {c: float(theory[c]) for c in columns}
 
 
+#: The text output: (key, label, unit), in order; keys a run does not have are left out.
+TEXT_ROWS = (
+    ("model", "model", ""), ("d_model", "width d", ""), ("vocab_size", "vocabulary |V|", "tokens"),
+    ("precision", "precision", ""), ("r", "support radius r", ""), ("eps", "ε", "(per coordinate)"),
+    ("log_levels", "ln levels per coordinate", "nats"),
+    ("log10_count_per_vector", "count per vector", "log10"),
+    ("slope", "slope C (Corollary 4.6)", "tokens per vector"), ("min_cos", "min cos", ""),
+    ("phi", "cone half-angle φ", "rad"), ("slope_cone", "slope C, cone", "tokens per vector"),
+    ("m", "m", "vectors"), ("log10_count", "accessible sequences (Theorem 4.5)", "log10"),
+    ("n_star_bound", "n* <= C·m", "tokens"), ("n_delta", "n past which the fraction < δ", "tokens"),
+    ("n", "n", "tokens"), ("log10_fraction_bound", "accessible fraction of V^n", "log10"),
+    ("log10_fraction_bound_cone", "accessible fraction, cone", "log10"),
+    ("log10_N_unbounded", "N unbounded (Corollary 4.10)", "log10 tokens"),
+    ("cell_entropy", "published cell entropy H", "nats"),
+    ("slope_cells", "slope C / H (cells)", "tokens per vector"),
+    ("slope_cone_cells", "slope C, cone / H", "tokens per vector"),
+    ("published_slope_pg19", "published slope, PG-19", "tokens per vector"),
+    ("published_slope_random", "published slope, random", "tokens per vector"),
+    ("published_slope_table", "published slope, table", "tokens per vector"),
+    ("ratio_pg19", "ratio C / PG-19 slope", ""), ("ratio_table", "ratio C / table slope", ""),
+    ("published_flag", "published flag", ""), ("folder", "saved in", ""),
+)
+
+
 def text(result: dict) -> str:
     """The inputs, then each bound with its unit."""
-    rows = [("model", result["model"], ""), ("width d", result["d_model"], ""),
-            ("vocabulary |V|", result["vocab_size"], "tokens"),
-            ("precision", result["precision"], ""), ("support radius r", result["r"], ""),
-            ("ε", result["eps"], "(per coordinate)"), ("ln levels per coordinate", result["log_levels"], "nats"),
-            ("count per vector", result["log10_count_per_vector"], "log10"),
-            ("slope C (Corollary 4.6)", result["slope"], "tokens per vector"),
-            ("min cos", result.get("min_cos"), ""), ("cone half-angle φ", result.get("phi"), "rad"),
-            ("slope C, cone", result.get("slope_cone"), "tokens per vector"),
-            ("m", result.get("m"), "vectors"), ("accessible sequences (Theorem 4.5)", result.get("log10_count"), "log10"),
-            ("n* <= C·m", result.get("n_star_bound"), "tokens"),
-            ("n past which the fraction < δ", result.get("n_delta"), "tokens"),
-            ("n", result.get("n"), "tokens"),
-            ("accessible fraction of V^n", result.get("log10_fraction_bound"), "log10"),
-            ("accessible fraction, cone", result.get("log10_fraction_bound_cone"), "log10"),
-            ("N unbounded (Corollary 4.10)", result.get("log10_N_unbounded"), "log10 tokens"),
-            ("published cell entropy H", result.get("cell_entropy"), "nats"),
-            ("slope C / H (cells)", result.get("slope_cells"), "tokens per vector"),
-            ("slope C, cone / H", result.get("slope_cone_cells"), "tokens per vector"),
-            ("published slope, PG-19", result.get("published_slope_pg19"), "tokens per vector"),
-            ("published slope, random", result.get("published_slope_random"), "tokens per vector"),
-            ("published slope, table", result.get("published_slope_table"), "tokens per vector"),
-            ("ratio C / PG-19 slope", result.get("ratio_pg19"), ""),
-            ("ratio C / table slope", result.get("ratio_table"), ""),
-            ("published flag", result.get("published_flag"), ""), ("saved in", result.get("folder"), "")]
-    return aligned(rows)
+    return aligned([(label, result.get(key), unit) for key, label, unit in TEXT_ROWS])

@@ -57,8 +57,8 @@ def run_config(args) -> dict:
         per_length = max(per_length, math.ceil(args.samples / len(args.lengths)))
     cells = CellsConfig(samples=args.samples, region=args.region, assign=args.assign, seed=args.seed,
                         batch_size=args.chunk)
-    return {"model": args.model, "dtype": args.dtype, "geometry": geometry_config(args, per_length), "cells": cells,
-            **precision_of(args)}
+    return {"model": args.model, "dtype": args.dtype, "geometry": geometry_config(args, per_length),
+            "cells": cells, **precision_of(args)}
 
 
 def region_for(args, loaded, config):
@@ -86,8 +86,8 @@ def run(args) -> dict:
     precision = precision_of(args)
     loaded = load_model(args)
     region, stats = region_for(args, loaded, config["geometry"])
-    shares = cells.estimate_cells(loaded.unembedding(), region, config["cells"], bias=loaded.unembedding_bias(),
-                                  progress=args.progress)
+    shares = cells.estimate_cells(loaded.unembedding(), region, config["cells"],
+                                  bias=loaded.unembedding_bias(), progress=args.progress)
     info = loaded.info
     refined = geometry.refined_slopes(stats, vocab_size=info.vocab_size, entropy=shares.entropy, **precision)
     uniform = float(slope_bound(d_model=info.d_model, vocab_size=info.vocab_size, r=stats.r_inf, **precision))
@@ -111,7 +111,8 @@ def text(result: dict) -> str:
     published = (result["published"] or {}).get("entropy_H")
     low, high = result["entropy_band"]
     summary = aligned([
-        ("cell entropy H", result["entropy_H"], f"nats (band {low:.4g} to {high:.4g}; published {number(published)})"),
+        ("cell entropy H", result["entropy_H"],
+         f"nats (band {low:.4g} to {high:.4g}; published {number(published)})"),
         ("H, k-fold convolution", result["entropy_convolution"], "nats"),
         ("ln |V|, ln real tokens", f"{result['log_vocab']:.4g}, {result['log_real_tokens']:.4g}", "nats"),
         ("ln N (resolution floor)", result["log_samples"], "nats"),
@@ -123,7 +124,8 @@ def text(result: dict) -> str:
         ("compute time", result["compute_seconds"], "s"), ("saved in", result["folder"], "")])
     history = table(["N", "H (nats)", "zero-count fraction"],
                     [[h["samples"], h["entropy_H"], h["zero_count_fraction"]] for h in result["history"]])
-    top = table(["token id", "token", "share", "share·|V|"],
-                [[c["token_id"], repr(c["token"]), c["share"], c["times_uniform"]] for c in result["top_cells"]])
-    return "\n".join([f"{result['model']}: {result['assign']} cells, points in the {result['region']} region, "
-                      f"N = {result['samples']} points", summary, "", history, "", top])
+    cells = [[c["token_id"], repr(c["token"]), c["share"], c["times_uniform"]] for c in result["top_cells"]]
+    top = table(["token id", "token", "share", "share·|V|"], cells)
+    title = (f"{result['model']}: {result['assign']} cells, N = {result['samples']} points in the "
+             f"{result['region']} region")
+    return "\n".join([title, summary, "", history, "", top])

@@ -27,9 +27,11 @@ MODEL_FLAGS = ("d_model", "n_layers", "n_heads", "mlp_ratio")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--arch", choices=ARCHITECTURES, default="rope",
-                        help="positional encoding of the transformer (rope, nope, alibi) or the lstm baseline")
+                        help="positional encoding of the transformer (rope, nope, alibi) or the lstm "
+                        "baseline")
     parser.add_argument("--preset", choices=("quick", "paper"), default="quick",
-                        help="quick: width 128, 2 layers, lengths 5..20 (CPU); paper: Pythia-160m, lengths 5..50")
+                        help="quick: width 128, 2 layers, lengths 5..20 (CPU); paper: Pythia-160m, "
+                        "lengths 5..50")
     parser.add_argument("--train-lengths", type=int, nargs=2, metavar=("A", "B"),
                         help="train on string lengths uniform in [A, B]")
     parser.add_argument("--eval-lengths", type=int, nargs="+", metavar="N", help="string lengths to evaluate")
@@ -100,12 +102,14 @@ def run(args) -> dict:
 def text(result: dict) -> str:
     """Accuracy per evaluation length, then copy_n50 and the training."""
     lengths = list(result["accuracy"])
-    rows = [[n, result["accuracy"][n], *result["accuracy_ci"][n], result["char_accuracy"][n]] for n in lengths]
+    rows = [[n, result["accuracy"][n], *result["accuracy_ci"][n], result["char_accuracy"][n]]
+            for n in lengths]
     accuracy = table(["ℓ (characters)", "exact match", "95% low", "95% high", "char accuracy"], rows)
     low, high = result["copy_n50_ci"]
     low_train, high_train = result["train_lengths"]
     return "\n".join([
-        f"copy, {result['arch']}, trained on ℓ in [{low_train}, {high_train}], {result['n_strings']} strings per length",
+        f"copy, {result['arch']}, trained on ℓ in [{low_train}, {high_train}], "
+        f"{result['n_strings']} strings per length",
         accuracy, "",
         aligned([("copy_n50", result["copy_n50"], f"characters (interval {number(low)} to {number(high)})"),
                  ("training steps", result["steps"], "(stopping rule met)" if result["converged"] else

@@ -18,8 +18,8 @@ Examples::
 from __future__ import annotations
 
 from accessibility.cli._common import (
-    add_model_arguments, add_precision_arguments, add_run_arguments, aligned, load_model, needs_radius, number,
-    precision_of, run_folder, table,
+    add_model_arguments, add_precision_arguments, add_run_arguments, aligned, load_model, needs_radius,
+    number, precision_of, run_folder, table,
 )
 
 #: Flags that map one-to-one onto CramConfig fields (None: keep the preset's value).
@@ -57,13 +57,15 @@ def add_arguments(parser) -> None:
     parser.add_argument("--prefix", default=CramConfig.prefix,
                         help="token before [mem]: auto (the model's default), none, or a token id")
     parser.add_argument("--autocast-dtype", choices=DTYPES, default=CramConfig.dtype,
-                        help="autocast dtype of the optimisation (certification runs without; default %(default)s)")
+                        help="autocast dtype of the optimisation (certification runs without; "
+                        "default %(default)s)")
     for name, (kind, help_text) in OVERRIDES.items():
         parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=None, help=help_text)
     add_precision_arguments(parser, radius=True)
     add_run_arguments(parser, resumable=True)
     parser.add_argument("--keep-mem", action="store_true",
-                        help="keep each found [mem] (m × d floats) in its record (large; off keeps runs small)")
+                        help="keep each found [mem] (m × d floats) in its record (large; off keeps "
+                        "runs small)")
 
 
 def config_from_args(args):
@@ -108,7 +110,8 @@ def run(args) -> dict:
     law = summarize(mine, d_model=lm.info.d_model, vocab_size=lm.info.vocab_size, seed=args.seed, **precision)
     seconds = [r.get("seconds") for r in mine]
     summary = {**law.to_json(), "model": lm.info.name, "kind": args.kind, "capacities": caps,
-               "compute_seconds": None if None in seconds else sum(seconds), "config_hash": config_hash(config)}
+               "compute_seconds": None if None in seconds else sum(seconds),
+               "config_hash": config_hash(config)}
     save_run(folder, {"kind": "cram", "config": config}, summary=summary)
     return {**summary, "folder": str(folder)}
 
@@ -121,16 +124,17 @@ def text(result: dict) -> str:
              *[result["stops"][m].get(s, 0) for s in stops], result["n_censored"][m],
              "lower bound" if result["n50_lower_bound"][m] else ""] for m in ms]
     level = f"{result['confidence']:.0%}"
-    head = table(["m", "n50 (tokens)", f"{level} low", f"{level} high", "targets", *stops, "at n_max", ""], rows)
+    header = ["m", "n50 (tokens)", f"{level} low", f"{level} high", "targets", *stops, "at n_max", ""]
     fits = [(f"slope{' through 0' if key else ''}",
              f"{number(result[f'slope{key}'])} [{', '.join(map(number, result[f'slope{key}_ci']))}]",
              f"tokens per vector, R² {number(result[f'r2{key}'])} on {result[f'n_points{key}']} values of m"
              + (f", intercept {number(result['intercept'])} tokens" if not key else ""))
             for key in ("", "_origin") if result[f"slope{key}"] is not None]
     return "\n".join([
-        f"{result['model']}, {result['kind']} targets", head, "",
+        f"{result['model']}, {result['kind']} targets", table(header, rows), "",
         aligned([*fits,
-                 ("Corollary 4.6 slope C", result["slope_theory"], f"tokens per vector ({result['precision']})"),
+                 ("Corollary 4.6 slope C", result["slope_theory"],
+                  f"tokens per vector ({result['precision']})"),
                  ("ratio C / slope", result["ratio"], ""),
                  ("compute time", result["compute_seconds"], "s"),
                  ("saved in", result["folder"], "")])])

@@ -12,7 +12,8 @@ Examples::
 
     accessibility geometry --model smollm2-135m --json
     accessibility geometry --model toy --lengths 4 16 64 --precision exact-fp16
-    accessibility geometry --model pythia-160m --samples 10000 --lengths 4 64 1024 --device cuda --save runs/pythia
+    accessibility geometry --model pythia-160m --samples 10000 --lengths 4 64 1024 --device cuda \\
+        --save runs/geometry-pythia-160m
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ def run(args) -> dict:
     result = {
         "model": info.name, "d_model": info.d_model, "vocab_size": info.vocab_size,
         "n_real_tokens": info.n_real_tokens, "quantization": info.quantization,
-        "bos_token_id": info.bos_token_id, "samples": args.samples, "lengths": list(config["geometry"].lengths),
+        "bos_token_id": info.bos_token_id, "samples": args.samples,
+        "lengths": list(config["geometry"].lengths),
         **{k: v for k, v in pooled.summary().items() if k not in ("length", "samples")},
         "precision": slopes.precision, "eps": args.eps,
         **{f"slope_{s}": getattr(slopes, s) for s in SLOPES},
@@ -79,9 +81,11 @@ def text(result: dict) -> str:
     rows = [[label, result[key], published.get(key), unit] for key, label, unit in SHOWN]
     support = table(["support (pooled)", "measured", "published", "unit"], rows)
     per_length = table(["ℓ (tokens)", "r_inf", "r_2", "min cos", "mean cos"],
-                       [[s["length"], s["r_inf"], s["r_2"], s["min_cos"], s["mean_cos"]] for s in result["per_length"]])
+                       [[s["length"], s["r_inf"], s["r_2"], s["min_cos"], s["mean_cos"]]
+                        for s in result["per_length"]])
     slopes = aligned([(f"slope C, {s.replace('_', ' ')}", result[f"slope_{s}"], "tokens per vector")
                       for s in SLOPES] + [("precision", result["precision"], ""), ("ε", result["eps"], "")])
     return "\n".join([f"{result['model']}: d = {result['d_model']}, |V| = {result['vocab_size']}, "
                       f"{result['samples']} prompts per length", support, "", per_length, "", slopes, "",
-                      aligned([("compute time", result["compute_seconds"], "s"), ("saved in", result["folder"], "")])])
+                      aligned([("compute time", result["compute_seconds"], "s"),
+                               ("saved in", result["folder"], "")])])
