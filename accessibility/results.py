@@ -279,18 +279,25 @@ def save_run(folder: str | os.PathLike, config: Mapping, records=(), summary=Non
     ``config`` is a mapping with at least ``kind`` and ``config``; the other entries of
     :func:`run_meta` (hash, command, versions, time) are filled in where missing. A folder already
     holding a run of another config is refused (:class:`~accessibility.checks.InputError`), so that a
-    resumed run never mixes results. ``records`` (when given) replace ``records.jsonl``; none leave
-    an existing log alone (resumable commands append to it while they run). ``summary`` (a mapping
-    or a dataclass) is written when given.
+    resumed run never mixes results. Saving again into a folder keeps its ``created`` time; when the
+    command differs (a sweep extended to more m or targets), ``commands`` lists every command that
+    wrote to the folder, in order, and ``command`` is the last, the one that wrote the summary.
+    ``records`` (when given) replace ``records.jsonl``; none leave an existing log alone (resumable
+    commands append to it while they run). ``summary`` (a mapping or a dataclass) is written when given.
     """
     folder = Path(folder)
     meta = {**run_meta(config["kind"], config["config"]), **config}
     meta["config_hash"] = config_hash(config["config"])
-    old = folder / CONFIG_FILE
-    if old.exists() and read_json(old).get("config_hash") != meta["config_hash"]:
-        raise InputError(f"{folder} holds another run (config hash {read_json(old).get('config_hash')}, "
-                         f"this one {meta['config_hash']}); save to another folder")
-    write_json(old, meta)
+    path = folder / CONFIG_FILE
+    if path.exists():
+        old = read_json(path)
+        if old.get("config_hash") != meta["config_hash"]:
+            raise InputError(f"{folder} holds another run (config hash {old.get('config_hash')}, "
+                             f"this one {meta['config_hash']}); save to another folder")
+        commands = old.get("commands", [old["command"]])
+        commands += [meta["command"]] if meta["command"] != commands[-1] else []
+        meta.update(created=old["created"], **({"commands": commands} if len(commands) > 1 else {}))
+    write_json(path, meta)
     records = list(records)
     if records:
         lines = "".join(to_json(r, sort_keys=True) + "\n" for r in records)
@@ -353,8 +360,9 @@ def _find_run(folder_or_name) -> Path | Traversable:
     if path.is_dir():
         raise InputError(f"{path} is not a saved run (no {CONFIG_FILE}); a command writes one with "
                          f"--save {path}")
+    kind = name.split("-")[0] if "-" in name else "<command>"
     raise InputError(f"no saved run {name!r}: not a folder, and not a shipped run "
-                     f"({', '.join(shipped_runs())}); a command writes one with --save {name}")
+                     f"({', '.join(shipped_runs())}); `accessibility {kind} ... --save {name}` writes it")
 
 
 def _versions() -> dict[str, str]:

@@ -58,8 +58,15 @@ def test_save_and_load_a_run(tmp_path):
     assert {"versions", "created", "kind"} <= set(run.config)
     with pytest.raises(InputError, match="another run"):
         save_run(folder, {"kind": "demo", "config": {"n": 4}})
+    save_run(folder, {**config, "command": "accessibility demo --n 3 --more"}, summary={"total": 2})
+    again = load_run(folder)
+    assert again.command == "accessibility demo --n 3 --more"
+    assert again.config["created"] == run.config["created"]
+    assert again.config["commands"] == ["accessibility demo --n 3", "accessibility demo --n 3 --more"]
     with pytest.raises(InputError, match="no saved run 'nowhere'.*shipped"):
         load_run("nowhere")
+    with pytest.raises(InputError, match="accessibility cram ... --save cram-missing"):
+        load_run("cram-missing")
 
 
 def test_shipped_runs_load_by_name_and_their_commands_rebuild_their_config():
@@ -80,3 +87,15 @@ def test_shipped_runs_load_by_name_and_their_commands_rebuild_their_config():
         assert config_hash(rebuilt) == run.config["config_hash"]
         assert run.summary["compute_seconds"] is None or run.summary["compute_seconds"] > 0
         assert all("mem" not in r for r in run.records)
+
+
+def test_package_data_ships_every_data_file():
+    """The wheel's package-data patterns (setuptools globs, no recursion) cover every file under
+    accessibility/data, the shipped runs' nested folders included."""
+    tomllib = pytest.importorskip("tomllib")
+    root = Path(__file__).resolve().parent.parent
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    package = root / "accessibility"
+    shipped = {p for pattern in patterns["accessibility"] for p in package.glob(pattern)}
+    files = {p for p in (package / "data").rglob("*") if p.is_file()}
+    assert files and files <= shipped
