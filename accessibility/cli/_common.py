@@ -162,7 +162,7 @@ def published_row(name: str) -> dict | None:
 # --- the saved run -------------------------------------------------------------------------------
 
 
-def run_folder(args, kind: str, config):
+def start_run(args, kind: str, config):
     """--save, or ``results/<kind>/<config hash>``; created with its config.json (a folder holding
     another config is refused)."""
     from accessibility.results import default_folder, save_run

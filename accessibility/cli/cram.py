@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from accessibility.cli._common import (
     add_model_arguments, add_precision_arguments, add_run_arguments, aligned, load_model, needs_radius,
-    number, precision_of, run_folder, table,
+    number, precision_of, start_run, table,
 )
 
 #: Flags that map one-to-one onto CramConfig fields (None: keep the preset's value).
@@ -100,7 +100,7 @@ def run(args) -> dict:
     precision = precision_of(args)
     needs_radius(precision)
     config = run_config(args)
-    folder = run_folder(args, "cram", config)
+    folder = start_run(args, "cram", config)
     lm = load_model(args)
     ms = sorted(set(args.m))
     log = RecordLog(folder / RECORDS_FILE, omit=() if args.keep_mem else BULKY, timed=True)
