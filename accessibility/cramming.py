@@ -44,7 +44,8 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from accessibility.checks import InputError, at_least, in_range, one_of, positive
-from accessibility.targets import INIT_STREAM, torch_generator
+from accessibility.results import torch_generator
+from accessibility.targets import INIT_STREAM
 
 #: Autocast dtypes for the optimisation (certification always runs without autocast). ``auto``:
 #: bfloat16 on a CUDA device that supports it, float32 elsewhere (see :func:`resolve_autocast`).

@@ -69,7 +69,8 @@ def plot_theory_vs_experiment(theory):
         ax.annotate(name, (theory.loc[name, "slope"], experiment[name]), fontsize="x-small",
                     xytext=(4, -3), textcoords="offset points")
     ax.scatter(theory["slope"], experiment, label="ball support, ln|V|", zorder=3)
-    ax.scatter(theory["slope_cone_cells"], experiment, marker="s", label="cone (min cos) and cells (H)", zorder=3)
+    ax.scatter(theory["slope_cone_cells"], experiment, marker="s", label="cone (min cos) and cells (H)",
+               zorder=3)
     x_lim = (theory["slope_cone_cells"].min() / 1.5, 1.5 * theory["slope"].max())
     y_lim = (experiment.min() / 1.5, 1.5 * experiment.max())
     for ratio in (1, 5, 10, 20):
@@ -230,8 +231,8 @@ def plot_cram_setup(m: int = 2, n: int = 6, prefix: bool = True):
             j = i - first_pred + 2
             ax.annotate("", (i + 0.43, 1.35), (i + 0.43, 0.75), arrowprops=dict(arrowstyle="->"))
             ax.text(i + 0.43, 1.6, f"$t_{{{j}}}$?", ha="center", va="center")
-    ax.text(len(cells) / 2, -0.45, "frozen causal LM; only the mem vectors are trained; loss and exact-match check on "
-            "$t_2..t_n$", ha="center", fontsize=9)
+    ax.text(len(cells) / 2, -0.45, "frozen causal LM; only the mem vectors are trained; loss and "
+            "exact-match check on $t_2..t_n$", ha="center", fontsize=9)
     ax.set(xlim=(-0.2, len(cells) + 0.1), ylim=(-0.7, 1.9))
     ax.axis("off")
     return fig
@@ -252,7 +253,8 @@ def plot_accessibility_curves(capacities_by_m, *, points=None, n_max=None):
     ns = np.arange(1, top + 1)
     colors = sns.color_palette("colorblind", len(capacities_by_m))
     for color, (m, caps) in zip(colors, sorted(capacities_by_m.items())):
-        ax.step(ns, accessibility_curve(caps, ns), where="post", color=color, label=f"m = {m} (capacity search)")
+        ax.step(ns, accessibility_curve(caps, ns), where="post", color=color,
+                label=f"m = {m} (capacity search)")
         if points and m in points:
             ax.plot(*points[m], "o", color=color, mfc="none", label=f"m = {m} (fixed-n runs)")
     ax.axhline(0.5, color="0.5", lw=0.8, ls=":")
@@ -261,25 +263,27 @@ def plot_accessibility_curves(capacities_by_m, *, points=None, n_max=None):
     return fig
 
 
-def plot_linear_law(summary: dict, *, label: str = "measured"):
+def plot_linear_law(summary, *, label: str = "measured"):
     """n_50(m) with its confidence interval, the least-squares line and the line through 0.
 
-    ``summary`` is :func:`accessibility.law.summarize`'s dict (keys may be str after JSON).
+    ``summary`` is a :class:`accessibility.law.CramSummary` (:func:`accessibility.law.summarize`, or
+    ``CramSummary.from_json`` of a saved run's summary).
     """
     import numpy as np
 
     fig, ax = new_figure()
-    ms = np.array(sorted(int(m) for m in summary["n50"]))
-    get = lambda d, m: d[m] if m in d else d[str(m)]  # noqa: E731
-    y = np.array([get(summary["n50"], m) for m in ms])
-    ci = np.array([get(summary["n50_ci"], m) for m in ms], dtype=float)
+    ms = np.array(summary.ms)
+    y = np.array([p.n50 for p in summary.points])
+    ci = np.array([(p.low, p.high) for p in summary.points], dtype=float)
     ci = np.where(np.isfinite(ci), ci, y[:, None])
     ax.errorbar(ms, y, yerr=[y - ci[:, 0], ci[:, 1] - y], fmt="o", capsize=3, label=f"{label} n$_{{50}}$")
     x = np.linspace(0, ms.max() * 1.05, 50)
-    if summary.get("slope") is not None:
-        ax.plot(x, summary["slope"] * x + summary["intercept"],
-                label=f"fit: {summary['slope']:.2f} m + {summary['intercept']:.2f} (R² = {summary['r2']:.3f})")
-        ax.plot(x, summary["slope_origin"] * x, ls="--", label=f"through 0: {summary['slope_origin']:.2f} m")
+    if summary.fit is not None:
+        fit, origin = summary.fit, summary.fit_origin
+        r2 = "undefined" if fit.r2 is None else f"{fit.r2:.3f}"
+        ax.plot(x, fit.slope * x + fit.intercept,
+                label=f"fit: {fit.slope:.2f} m + {fit.intercept:.2f} (R² = {r2}, {fit.n_points} points)")
+        ax.plot(x, origin.slope * x, ls="--", label=f"through 0: {origin.slope:.2f} m")
     ax.set(xlabel="m ([mem] vectors)", ylabel="n$_{50}$ (tokens)", xlim=(0, None), ylim=(0, None))
     ax.legend(fontsize=8)
     return fig
@@ -298,7 +302,8 @@ def plot_slopes_vs_theory(rows):
     for (source, kind), part in rows.groupby(["source", "kind"]):
         filled = source != "published"
         ax.scatter(part["slope_theory"], part["slope"], marker="o" if filled else "D", s=40,
-                   facecolors=colors[kind] if filled else "none", edgecolors=colors[kind], label=f"{source}, {kind}")
+                   facecolors=colors[kind] if filled else "none", edgecolors=colors[kind],
+                   label=f"{source}, {kind}")
         for _, r in part.iterrows():
             if filled:
                 ax.annotate(r["label"], (r["slope_theory"], r["slope"]), fontsize=8, xytext=(4, 3),
@@ -324,7 +329,8 @@ def plot_n50_side_by_side(published: dict, ours: dict):
                               (axes[1], ours, "this book (CPU)")):
         for label, (ms, values) in series.items():
             ax.plot(ms, values, "o-", label=label)
-        ax.set(xlabel="m ([mem] vectors)", ylabel="n$_{50}$ (tokens)", title=title, xlim=(0, None), ylim=(0, None))
+        ax.set(xlabel="m ([mem] vectors)", ylabel="n$_{50}$ (tokens)", title=title, xlim=(0, None),
+               ylim=(0, None))
         ax.legend(fontsize=8)
     return fig
 

