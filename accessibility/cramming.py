@@ -333,7 +333,8 @@ def certify(lm, mem, target, capacity: int, prefix, given: int, position: str = 
     gen = GenerationConfig(do_sample=False, max_new_tokens=want, min_new_tokens=0, eos_token_id=None,
                            pad_token_id=0, bos_token_id=None)
     mask = torch.ones(inputs.shape[:2], dtype=torch.long, device=inputs.device)
-    out = lm.model.generate(inputs_embeds=inputs, attention_mask=mask, generation_config=gen)[0, -want:].tolist()
+    out = lm.model.generate(inputs_embeds=inputs, attention_mask=mask, generation_config=gen)
+    out = out[0, -want:].tolist()
     expect = target[given:capacity].tolist()
     matched = next((i for i, (a, b) in enumerate(zip(out, expect)) if a != b), len(out))
     return {"generated": out, "matched": matched, "ok": matched == want}
@@ -367,8 +368,10 @@ class _Slots:
 
     def __init__(self, size: int, m: int, d: int, n_max: int, device, dtype):
         z = lambda *s, dt=dtype: torch.zeros(*s, dtype=dt, device=device)  # noqa: E731
-        self.mem, self.exp_avg, self.exp_avg_sq, self.lo_mem, self.init_mem = (z(size, m, d) for _ in range(5))
-        self.targets = torch.zeros(size, int(padded_length(torch.tensor(n_max))), dtype=torch.long, device=device)
+        self.mem, self.exp_avg, self.exp_avg_sq = (z(size, m, d) for _ in range(3))
+        self.lo_mem, self.init_mem = z(size, m, d), z(size, m, d)
+        width = int(padded_length(torch.tensor(n_max)))
+        self.targets = torch.zeros(size, width, dtype=torch.long, device=device)
         self.step, self.length, self.best, self.since = (z(size, dt=torch.long) for _ in range(4))
         self.owner: list[int | None] = [None] * size   # position in the caller's target list
         self.lo = [0] * size                           # longest solved length
@@ -453,9 +456,9 @@ def _step(lm, slots: _Slots, config: CramConfig, prefix, given: int, dtype: str)
     bucket = padded_length(length).clamp(max=slots.targets.shape[1])
     for pad in bucket.unique().tolist():
         rows = (bucket == pad).nonzero()[:, 0]
-        loss, correct[rows], plen[rows] = teacher_forced(lm, mem[rows], slots.targets[act[rows]], length[rows],
-                                                         prefix, given, dtype, pad_to=pad,
-                                                         position=config.prefix_position)
+        loss, correct[rows], plen[rows] = teacher_forced(
+            lm, mem[rows], slots.targets[act[rows]], length[rows], prefix, given, dtype, pad_to=pad,
+            position=config.prefix_position)
         loss.sum().backward()        # rows are independent: each row's gradient is its own loss's
     with torch.no_grad():
         solved = plen >= length
@@ -575,7 +578,8 @@ def capacities_by_m(records) -> dict[int, list[int]]:
 def points_by_m(records) -> dict[int, dict[int, float]]:
     """{m: {n: accessibility}} from published-protocol records (fraction of targets solved at n).
 
-    >>> points_by_m([{"m": 1, "n": 5, "index": 0, "solved": True}, {"m": 1, "n": 5, "index": 1, "solved": False}])
+    >>> points_by_m([{"m": 1, "n": 5, "index": 0, "solved": True},
+    ...              {"m": 1, "n": 5, "index": 1, "solved": False}])
     {1: {5: 0.5}}
     """
     runs: dict[int, dict[int, list[bool]]] = {}
@@ -653,13 +657,16 @@ def sweep(lm, kind: str, ms: Sequence[int], count: int, config: CramConfig, *, p
         if protocol == "search":
             out += run(m, None)
             continue
-        def point(n: int, m=m) -> float:
-            recs = run(m, n)
-            out.extend(recs)
-            return float(np.mean([r["solved"] for r in recs]))
+        points: dict[int, list[dict]] = {}
+
+        def point(n: int, m=m, points=points) -> float:
+            points[n] = run(m, n)
+            return float(np.mean([r["solved"] for r in points[n]]))
+
         if grid is None:
             adaptive_scan(point, scan)
         else:
             for n in grid:
                 point(int(n))
+        out += [r for recs in points.values() for r in recs]
     return out

@@ -125,12 +125,18 @@ def needs_radius(spec: dict) -> None:
 
 
 def load_model(args):
-    """The model of --model/--dtype/--device/--allow-download."""
+    """The model of --model/--dtype/--device/--allow-download; with ``--device cuda`` and several
+    processes (``torchrun``), each takes the GPU of its ``LOCAL_RANK``."""
+    import os
+
     import torch
 
     from accessibility.models import load_model as load
 
-    return load(args.model, dtype=getattr(torch, args.dtype), device=args.device,
+    device = args.device
+    if device == "cuda" and "LOCAL_RANK" in os.environ:
+        device = f"cuda:{int(os.environ['LOCAL_RANK'])}"
+    return load(args.model, dtype=getattr(torch, args.dtype), device=device,
                 allow_download=args.allow_download)
 
 
