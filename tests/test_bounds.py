@@ -290,7 +290,8 @@ def test_theorem_4_5_and_all_lengths():
         assert every == pytest.approx(direct, rel=1e-13)
     for m in (1, 3, 10):  # K = 3: the extra term is below ln(K/(K-1)) = ln 1.5, and tends to it
         extra = bounds.log_count(d_model=1, m=m, r=1.0, eps=1.0, all_lengths=True) - m * math.log(3)
-        assert -1e-12 <= extra < math.log(1.5) and (m < 10 or extra > math.log(1.5) - 1e-4)  # m = 1: 0 up to rounding
+        # at m = 1 the extra term is 0, up to rounding
+        assert -1e-12 <= extra < math.log(1.5) and (m < 10 or extra > math.log(1.5) - 1e-4)
 
 
 def test_corollary_4_6_fraction_and_threshold():
