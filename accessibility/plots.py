@@ -84,6 +84,26 @@ def plot_theory_vs_experiment(theory):
     return fig
 
 
+def plot_construction(certificates, *, measured=None):
+    """The lower bound: lengths every sampled sequence of which greedy decoding reproduced, against m,
+    next to the upper bound C·m.
+
+    ``certificates`` are :class:`accessibility.construction.Certificate` (one per m, same model);
+    ``measured`` optionally maps a label to ``(m values, n_50 values)`` of a cramming run to show beside.
+    """
+    fig, ax = new_figure()
+    m = [c.m for c in certificates]
+    ax.plot(m, [c.slope * x for x in m], color="grey", linestyle="--", label="upper bound C·m (Corollary 4.6)")
+    ok = [c for c in certificates if c.all_reproduced]
+    ax.scatter([c.m for c in ok], [c.length for c in ok], zorder=3,
+               label="construction: every sampled sequence of length k·m reproduced")
+    for label, (ms, n50) in (measured or {}).items():
+        ax.plot(ms, n50, marker="s", linestyle=":", label=label)
+    ax.set(xlabel="prompt length m (vectors)", ylabel="sequence length n (tokens)", xticks=m)
+    ax.legend(fontsize="small", loc="upper left")
+    return fig
+
+
 # --- geometry and decoder cells ---
 
 
