@@ -24,12 +24,12 @@ exactly 0 or 1 when c is within 1/4 of an integer; softmax attention with logit 
 :data:`ATTENTION_MARGIN` nats puts weight below e^-40 off target.
 
 Precision model. The prompt is quantised: each coordinate lies on the grid
-:math:`-r + \\varepsilon\\{0, \\dots, L - 1\\}`, :math:`L = |V|^j`, :math:`\\varepsilon = 2r/(L - 1)`, so the grid spans
-[-r, r] and :math:`1 + 2r/\\varepsilon = L`. The network is exact on the grid, and every prompt whose
+:math:`-r + \\varepsilon\\{0, \\dots, \\Lambda - 1\\}`, :math:`\\Lambda = |V|^j`, :math:`\\varepsilon = 2r/(\\Lambda - 1)`, so the grid
+spans [-r, r] and :math:`1 + 2r/\\varepsilon = \\Lambda`. The network is exact on the grid, and every prompt whose
 coordinates lie within ε/4 of grid values decodes to the same sequence: the model factors through
 rounding to the grid, the quantisation hypothesis of Theorem 4.5. Between those cells nothing is
-claimed. Arithmetic is float64 by default (float32 is exact enough for small L). At this ε,
-Corollary 4.6's slope is :math:`C = d \\ln L/\\ln|V| = dj = k`: the bound is attained, k/C = 1. For
+claimed. Arithmetic is float64 by default (float32 is exact enough for small Λ). At this ε,
+Corollary 4.6's slope is :math:`C = d \\ln \\Lambda/\\ln|V| = dj = k`: the bound is attained, k/C = 1. For
 another ε the construction uses the coarsest power of |V| that fits,
 :math:`j = \\lfloor \\log_{|V|}(1 + 2r/\\varepsilon)\\rfloor` (:meth:`DigitConfig.for_eps`), and
 :math:`k/C = j/\\log_{|V|}(1 + 2r/\\varepsilon) \\ge 1/2` whenever :math:`1 + 2r/\\varepsilon \\ge |V|`.
@@ -55,8 +55,8 @@ from accessibility.checks import InputError, at_least, positive
 ATTENTION_MARGIN = 40.0
 #: First coordinate of every token embedding, in units of r: outside the prompt cube [-r, r]^d.
 TOKEN_FLAG = 3.0
-#: Largest grid size L = |V|^j: float64 holds integers exactly far beyond, but the digit MLP has about
-#: d·L/|V| step units, so keep it small.
+#: Largest grid size Λ = |V|^j: float64 holds integers exactly far beyond, but the digit MLP has about
+#: d·Λ/|V| step units, so keep it small.
 MAX_LEVELS = 2**16
 
 
@@ -68,7 +68,7 @@ class DigitConfig:
     ----------
     d_model : d, the dimension of the prompt vectors.
     vocab_size : |V|.
-    digits : j, base-|V| digits stored in each coordinate (L = |V|^j grid values).
+    digits : j, base-|V| digits stored in each coordinate (Λ = |V|^j grid values).
     r : support radius (largest absolute coordinate of a prompt vector).
     max_vectors : the largest prompt length m the positional table covers.
     """
@@ -99,12 +99,12 @@ class DigitConfig:
 
     @property
     def levels(self) -> int:
-        """L = |V|^j grid values per coordinate."""
+        """Λ = |V|^j grid values per coordinate."""
         return self.vocab_size**self.digits
 
     @property
     def eps(self) -> float:
-        """The construction's precision: the grid step 2r/(L - 1)."""
+        """The construction's precision: the grid step 2r/(Λ - 1)."""
         return 2 * self.r / (self.levels - 1)
 
     @property
@@ -305,7 +305,7 @@ def encode_prompt(config: DigitConfig, tokens: torch.Tensor, dtype: torch.dtype 
         raise InputError(f"tokens must lie in [0, {base - 1}]")
     digits = tokens.reshape(tokens.shape[0], -1, config.d_model, j).to(torch.int64)  # (batch, m, d, j)
     weights = base ** torch.arange(j - 1, -1, -1)
-    index = (digits * weights).sum(-1)  # grid index c in [0, L - 1]
+    index = (digits * weights).sum(-1)  # grid index c in [0, Λ - 1]
     return (-config.r + config.eps * index.to(dtype)).to(dtype)
 
 

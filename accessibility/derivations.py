@@ -50,7 +50,7 @@ r, eps, delta, kappa, phi = sympy.symbols("r varepsilon delta kappa_d varphi", p
 r2, h = sympy.symbols("r_2 h", positive=True)
 #: Vocabulary size |V| (>= 2; positivity checks substitute |V| = 2 + v).
 V = sympy.Symbol("|V|", positive=True, integer=True)
-#: Number of points P of a packing, of one prompt vector (the packing count, as a symbol).
+#: Number of points P of a packing; for one prompt vector, P = (1 + 2r/ε)^d (> 1: checks substitute 1 + q).
 P = sympy.Symbol("P", positive=True)
 #: Summation index, size K of a finite set (> 1), excess q = K - 1 > 0, weight denominator Q.
 k = sympy.Symbol("k", positive=True, integer=True)
@@ -58,8 +58,8 @@ K, q = sympy.symbols("K q", positive=True)
 _v = sympy.Symbol("v", nonnegative=True)
 _t = sympy.Symbol("t", positive=True)
 _x = sympy.Symbol("x", positive=True)
-#: Assumptions that SymPy's symbols cannot carry: |V| >= 2 and K > 1.
-_ASSUMED = {V: 2 + _v, K: 1 + q}
+#: Assumptions that SymPy's symbols cannot carry: |V| >= 2, K > 1 and P > 1.
+_ASSUMED = {V: 2 + _v, K: 1 + q, P: 1 + q}
 
 IDENTITY, SCALE, INCREASING, WEAKER, MONOTONE, LEMMA, HYPOTHESIS, PROSE = (
     "identity", "positive scale", "increasing map", "weaker", "monotone", "lemma", "hypothesis", "prose")
@@ -396,17 +396,17 @@ def n50_bound() -> Derivation:
 
 @cache
 def all_lengths() -> Derivation:
-    """Prompts of every length 1..m: :math:`\\sum_{k=1}^m K^k \\le K^m\\cdot K/(K-1)`, less than one token.
+    """Prompts of every length 1..m: :math:`\\sum_{k=1}^m P^k \\le P^m\\cdot P/(P-1)`, less than one token.
 
-    The series is summed by SymPy with K = 1 + q (no degenerate branch); the excess
-    :math:`\\ln(K/(K-1))/\\ln|V|` is at most :math:`1/((K-1)\\ln|V|)` since :math:`\\ln(1 + x) \\le x`
-    (:func:`log1p_below_x`).
+    P is the one-vector count. The series is summed by SymPy with P = 1 + q (no degenerate branch);
+    the excess :math:`\\ln(P/(P-1))/\\ln|V|` is at most :math:`1/((P-1)\\ln|V|)` since
+    :math:`\\ln(1 + x) \\le x` (:func:`log1p_below_x`).
     """
-    series = sympy.summation((1 + q) ** k, (k, 1, m)).subs(q, K - 1)
-    chain = _Chain("all prompt lengths", sympy.Sum(K**k, (k, 1, m)), series, "geometric series (SymPy)",
+    series = sympy.summation((1 + q) ** k, (k, 1, m)).subs(q, P - 1)
+    chain = _Chain("all prompt lengths", sympy.Sum(P**k, (k, 1, m)), series, "geometric series (SymPy)",
                    check=IDENTITY, equal=True)
-    chain.equal(K * (K**m - 1) / (K - 1), "simplify")
-    return chain.weaken(K**m * K / (K - 1), "drop the −K/(K − 1)").done()
+    chain.equal(P * (P**m - 1) / (P - 1), "simplify")
+    return chain.weaken(P**m * P / (P - 1), "drop the −P/(P − 1)").done()
 
 
 @cache

@@ -106,8 +106,8 @@ def test_results_equal_the_closed_forms():
 
 def test_geometric_series_and_corollary_4_10_closed_forms():
     steps = D.all_lengths().steps
-    assert sympy.simplify(steps[1].relation.rhs - D.K * (D.K**D.m - 1) / (D.K - 1)) == 0
-    assert sympy.simplify(D.all_lengths().bound - D.K ** (D.m + 1) / (D.K - 1)) == 0
+    assert sympy.simplify(steps[1].relation.rhs - D.P * (D.P**D.m - 1) / (D.P - 1)) == 0
+    assert sympy.simplify(D.all_lengths().bound - D.P ** (D.m + 1) / (D.P - 1)) == 0
     assert sympy.simplify(D.corollary_4_10_net_size().bound - (1 + 8 * D.r / D.eps) ** D.d) == 0
     expected = D.K * (1 + sympy.log(1 + 4 * D.r / D.eps)) + 1
     assert sympy.simplify(D.corollary_4_10_log_packing().bound - expected) == 0
@@ -153,8 +153,8 @@ def test_n50_derivation_agrees_with_bounds_for_uniform_and_distributed_targets()
 
 def test_all_lengths_and_corollary_4_10_agree_with_bounds():
     size = sympy.Symbol("size", positive=True)
-    exact = sympy.lambdify((size, D.m), D.all_lengths().steps[1].relation.rhs.subs(D.K, size), "mpmath")
-    bound = sympy.lambdify((size, D.m), D.all_lengths().bound.subs(D.K, size), "mpmath")
+    exact = sympy.lambdify((size, D.m), D.all_lengths().steps[1].relation.rhs.subs(D.P, size), "mpmath")
+    bound = sympy.lambdify((size, D.m), D.all_lengths().bound.subs(D.P, size), "mpmath")
     log_packing = _lambdify(D.corollary_4_10_log_packing().bound.subs(D.K, D.corollary_4_10_net_size().bound))
     threshold = _lambdify(D.corollary_4_10_threshold())
     for args in _draws():
