@@ -644,8 +644,10 @@ def n50_bound(*, m, slope, vocab_size=None, rate=None):
 def log_log_measure_packing(*, d_model, r=None, precision: str | None = None, eps=None):
     """Corollary 4.10: upper bound on ln ln M_∞, M_∞ = ε-packing number of measures on the support.
 
-    Metric: Wasserstein-1 over the norm in which the support S has radius r. Two measures at W1
-    distance below ε are indistinguishable. Construction of a cover with radius below ε/2:
+    Metric: Wasserstein-1 over the norm in which the support S has radius r. Hypothesis
+    (quantisation): the output depends on the prompt only through a map of its empirical measure onto
+    a set of measures pairwise at least ε apart in W1 (a mean-field reading: causal masking and
+    positional encodings break it). Construction of a cover with radius below ε/2:
     (1) an η-net Z of S with η = ε/4 (a maximal η-separated set), of size
     :math:`K \\le (1 + 8r/\\varepsilon)^d` by the packing lemma; moving each atom to its nearest net point
     costs W1 < ε/4; (2) weights on Z rounded to multiples of 1/q, q = ⌈K/ε_w⌉, ε_w = ε/(4r), by largest
