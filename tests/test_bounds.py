@@ -36,7 +36,8 @@ def _radii(values):
     """Radii on, between and beyond the representable values, subnormals included."""
     pos = values[values > 0]
     picks = RNG.choice(pos, 300)
-    return np.concatenate([picks, picks * (1 + 1e-3), pos[:5], pos[-3:], [pos[0] / 2, pos[-1] * 3, 1.0, 3.0]])
+    r = np.concatenate([picks, picks * (1 + 1e-3), pos[:5], pos[-3:], [pos[0] / 2, 1.0, 3.0]])
+    return r[r <= pos[-1]]  # beyond the largest finite value is an error (test_float_count_beyond_the_format)
 
 
 @pytest.mark.parametrize("fmt", [FP16, BF16], ids=["fp16", "bf16"])
@@ -58,6 +59,13 @@ def test_float_count_between_matches_enumeration(fmt):
     lo, hi = ends
     brute = np.searchsorted(values, hi, side="right") - np.searchsorted(values, lo, side="left")
     np.testing.assert_array_equal(float_count_between(fmt, lo, hi), brute)
+
+
+def test_float_count_beyond_the_format_is_an_error():
+    assert float_count(FP16, FP16.max_finite) == 2 * 31744 - 1  # every finite fp16 value, ±0 once
+    for call in (lambda: float_count(FP16, 65520.0), lambda: float_count_between(BF16, -1.0, 4e38)):
+        with pytest.raises(InputError, match="largest finite"):
+            call()
 
 
 def test_fp32_count_matches_numpy_rounding_and_nextafter():
