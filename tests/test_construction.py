@@ -9,14 +9,8 @@ import torch
 from accessibility import bounds
 from accessibility import construction as K
 from accessibility.checks import InputError
-from accessibility.models import torch_threads
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny matrices: threads only cost time on a busy machine."""
-    with torch_threads(1):
-        yield
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

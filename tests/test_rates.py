@@ -1,19 +1,15 @@
 """accessibility.rates on the toy model: per-token log-probabilities against a direct forward pass,
-greedy rates against a step-by-step greedy loop, and the bound-direction facts they stand for."""
+and greedy rates against a step-by-step greedy loop."""
 
 import pytest
 import torch
 
 from accessibility import rates
 from accessibility.checks import InputError
-from accessibility.models import load_model, torch_threads
+from accessibility.models import load_model
 from accessibility.targets import random_targets
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    with torch_threads(1):
-        yield
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
