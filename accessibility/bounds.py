@@ -272,7 +272,8 @@ def log_cone_bound(*, d_model, r2, phi=None, min_cos=None, r=None, precision: st
     """Norm-consistent cone bound: the smaller of the L∞ ball count and the Euclidean cone count.
 
     .. math:: \\ln P \\le \\min\\Big(d\\ln\\Big(1 + \\frac{2r}{\\varepsilon}\\Big),\\
-              d\\ln\\Big(1 + \\frac{2r_2}{\\varepsilon} + \\frac{1}{\\sin\\varphi}\\Big) + \\ln f(\\varphi, d)\\Big)
+              d\\ln\\Big(1 + \\frac{2r_2}{\\varepsilon} + \\frac{1}{\\sin\\varphi}\\Big)
+              + \\ln f(\\varphi, d)\\Big)
 
     Hypotheses: the support lies in the cube :math:`[-r, r]^d`, in the Euclidean ball of radius
     :math:`r_2` and in a cone of half-angle φ with apex at the origin; the points are pairwise at least
@@ -295,8 +296,8 @@ def log_cone_bound(*, d_model, r2, phi=None, min_cos=None, r=None, precision: st
         raise InputError("the cone bound is a volume argument: use a relative or absolute precision")
     ball = log_ball_count(d_model=d_model, r=r, precision=precision, eps=eps)
     step = resolve_eps(r=r, precision=precision, eps=eps)
-    return as_float(np.minimum(ball, log_euclidean_cone_count(d_model=d_model, r2=r2, phi=phi, min_cos=min_cos,
-                                                              eps=step)))
+    cone = log_euclidean_cone_count(d_model=d_model, r2=r2, phi=phi, min_cos=min_cos, eps=step)
+    return as_float(np.minimum(ball, cone))
 
 
 def _log_unit_ball_volume(k):

@@ -13,7 +13,8 @@ How it decodes the token at output position p (m prompt vectors at positions 0..
    cube [-r, r]^d, and ReLU(x_1 - r - ε/2)/(2r - ε/2) is 1 for them and 0 for prompt vectors;
 2. *attention 1* finds the last prompt position m - 1 (scores grow with position and drop for tokens);
 3. *MLP 1* computes s = p - (m - 1), the index of the token to emit, and the vector index ⌊s/k⌋;
-4. *attention 2* reads that prompt vector (score :math:`-\\beta (q - \\lfloor s/k \\rfloor)^2` over positions q);
+4. *attention 2* reads that prompt vector (score :math:`-\\beta (q - \\lfloor s/k \\rfloor)^2` over
+   positions q);
 5. *MLP 2* turns each coordinate into its grid index c = (x + r)/ε, extracts its base-|V| digits
    with ReLU steps, and one-hot selects digit number s mod k; *MLP 3* gates the selected digit;
 6. the unembedding scores token v by :math:`2vy - v^2` (y the selected digit), whose argmax is the
@@ -24,8 +25,9 @@ exactly 0 or 1 when c is within 1/4 of an integer; softmax attention with logit 
 :data:`ATTENTION_MARGIN` nats puts weight below e^-40 off target.
 
 Precision model. The prompt is quantised: each coordinate lies on the grid
-:math:`-r + \\varepsilon\\{0, \\dots, \\Lambda - 1\\}`, :math:`\\Lambda = |V|^j`, :math:`\\varepsilon = 2r/(\\Lambda - 1)`, so the grid
-spans [-r, r] and :math:`1 + 2r/\\varepsilon = \\Lambda`. The network is exact on the grid, and every prompt whose
+:math:`-r + \\varepsilon\\{0, \\dots, \\Lambda - 1\\}`, :math:`\\Lambda = |V|^j`,
+:math:`\\varepsilon = 2r/(\\Lambda - 1)`, so the grid spans [-r, r] and
+:math:`1 + 2r/\\varepsilon = \\Lambda`. The network is exact on the grid, and every prompt whose
 coordinates lie within ε/4 of grid values decodes to the same sequence: the model factors through
 rounding to the grid, the quantisation hypothesis of Theorem 4.5. Between those cells nothing is
 claimed. Arithmetic is float64 by default (float32 is exact enough for small Λ). At this ε,
@@ -89,12 +91,14 @@ class DigitConfig:
             raise InputError(f"vocab_size**digits must be <= {MAX_LEVELS}, got {self.levels}")
 
     @classmethod
-    def for_eps(cls, *, d_model: int, vocab_size: int, r: float, eps: float, max_vectors: int = 8) -> DigitConfig:
-        """The most digits per coordinate that a precision ε allows: :math:`|V|^j \\le 1 + 2r/\\varepsilon`."""
+    def for_eps(cls, *, d_model: int, vocab_size: int, r: float, eps: float,
+                max_vectors: int = 8) -> DigitConfig:
+        """The most digits per coordinate a precision ε allows: :math:`|V|^j \\le 1 + 2r/\\varepsilon`."""
         levels = 1 + 2 * positive("r", r) / positive("eps", eps)
         digits = int(math.floor(math.log(levels) / math.log(vocab_size) + 1e-12))
         if digits < 1:
-            raise InputError(f"1 + 2r/eps = {levels:.3g} < vocab_size = {vocab_size}: a coordinate cannot hold a token")
+            raise InputError(f"1 + 2r/eps = {levels:.3g} < vocab_size = {vocab_size}: "
+                             "a coordinate cannot hold a token")
         return cls(d_model=d_model, vocab_size=vocab_size, digits=digits, r=r, max_vectors=max_vectors)
 
     @property
@@ -119,7 +123,8 @@ class DigitConfig:
     @property
     def slope(self) -> float:
         """Corollary 4.6's C at the construction's own r and ε (equal to k up to rounding)."""
-        return float(bounds.slope_bound(d_model=self.d_model, vocab_size=self.vocab_size, r=self.r, eps=self.eps))
+        return float(bounds.slope_bound(d_model=self.d_model, vocab_size=self.vocab_size, r=self.r,
+                                        eps=self.eps))
 
 
 class _Layout:
@@ -163,7 +168,8 @@ def _digit_units(cfg: DigitConfig) -> int:
 
 
 def _mlp(width: int, hidden: int, dtype) -> nn.Sequential:
-    return nn.Sequential(nn.Linear(width, hidden, dtype=dtype), nn.ReLU(), nn.Linear(hidden, width, dtype=dtype))
+    return nn.Sequential(nn.Linear(width, hidden, dtype=dtype), nn.ReLU(),
+                         nn.Linear(hidden, width, dtype=dtype))
 
 
 def _zero(module: nn.Module) -> None:
@@ -186,7 +192,8 @@ class DigitTransformer(nn.Module):
         self.embed_in = nn.Linear(cfg.d_model, width, bias=False, dtype=dtype)
         positions = torch.arange(cfg.context_length, dtype=dtype)
         table = torch.zeros(cfg.context_length, width, dtype=dtype)
-        table[:, lay["one"][0]], table[:, lay["pos"][0]], table[:, lay["pos2"][0]] = 1, positions, positions**2
+        table[:, lay["one"][0]], table[:, lay["pos"][0]] = 1, positions
+        table[:, lay["pos2"][0]] = positions**2
         self.register_buffer("positions", table)
         tokens = torch.zeros(cfg.vocab_size, cfg.d_model, dtype=dtype)
         tokens[:, 0] = TOKEN_FLAG * cfg.r  # the model reads only that a token is there, not which
@@ -210,7 +217,8 @@ class DigitTransformer(nn.Module):
     def forward(self, inputs_embeds: torch.Tensor) -> torch.Tensor:
         seq = inputs_embeds.shape[1]
         if seq > self.config.context_length:
-            raise InputError(f"sequence of {seq} positions exceeds the context length {self.config.context_length}")
+            raise InputError(f"sequence of {seq} positions exceeds the context length "
+                             f"{self.config.context_length}")
         h = self.embed_in(inputs_embeds.to(self.positions.dtype)) + self.positions[:seq]
         for sublayer in (self.mlp0, self.attn1, self.mlp1, self.attn2, self.mlp2, self.mlp3):
             h = h + sublayer(h)
@@ -229,7 +237,8 @@ class DigitTransformer(nn.Module):
         # attention 1: score = β (1 - is_token + pos/P); the last prompt position wins; value = pos
         span = float(cfg.context_length)
         self.attn1.q.weight[0, one] = ATTENTION_MARGIN * span
-        self.attn1.k.weight[0, one], self.attn1.k.weight[0, flag], self.attn1.k.weight[0, pos] = 1.0, -1.0, 1 / span
+        key = self.attn1.k.weight
+        key[0, one], key[0, flag], key[0, pos] = 1.0, -1.0, 1 / span
         self.attn1.v.weight[0, pos], self.attn1.o.weight[lay["last"][0], 0] = 1.0, 1.0
         # MLP 1: vec = Σ_q step(s >= q k), s = pos - last
         s = {pos: 1.0, lay["last"][0]: -1.0}
@@ -239,7 +248,8 @@ class DigitTransformer(nn.Module):
         self.attn2.q.weight[0, lay["vec"][0]] = 2 * ATTENTION_MARGIN
         self.attn2.q.weight[1, one] = -ATTENTION_MARGIN
         self.attn2.q.weight[2, one] = -ATTENTION_MARGIN
-        self.attn2.k.weight[0, pos], self.attn2.k.weight[1, lay["pos2"][0]], self.attn2.k.weight[2, flag] = 1, 1, 1
+        key = self.attn2.k.weight
+        key[0, pos], key[1, lay["pos2"][0]], key[2, flag] = 1, 1, 1
         for g in range(cfg.d_model):
             self.attn2.v.weight[g, lay["x"][g]] = 1.0
             self.attn2.o.weight[lay["read"][g], g] = 1.0
@@ -290,7 +300,8 @@ class DigitTransformer(nn.Module):
         assert unit == _digit_units(cfg)
 
 
-def encode_prompt(config: DigitConfig, tokens: torch.Tensor, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+def encode_prompt(config: DigitConfig, tokens: torch.Tensor,
+                  dtype: torch.dtype = torch.float64) -> torch.Tensor:
     """The prompt that makes :class:`DigitTransformer` emit ``tokens``: shape (batch, m, d) from (batch, k·m).
 
     Vector i, coordinate g holds tokens ``i k + g j + t`` (t = 0..j-1, most significant first) as the
@@ -299,8 +310,8 @@ def encode_prompt(config: DigitConfig, tokens: torch.Tensor, dtype: torch.dtype 
     tokens = torch.as_tensor(tokens)
     k, j, base = config.tokens_per_vector, config.digits, config.vocab_size
     if tokens.ndim != 2 or tokens.shape[1] % k or not 0 < tokens.shape[1] // k <= config.max_vectors:
-        raise InputError(f"tokens must have shape (batch, k·m) with k = {k} and 1 <= m <= {config.max_vectors}, "
-                         f"got {tuple(tokens.shape)}")
+        raise InputError(f"tokens must have shape (batch, k·m) with k = {k} and "
+                         f"1 <= m <= {config.max_vectors}, got {tuple(tokens.shape)}")
     if tokens.min() < 0 or tokens.max() >= base:
         raise InputError(f"tokens must lie in [0, {base - 1}]")
     digits = tokens.reshape(tokens.shape[0], -1, config.d_model, j).to(torch.int64)  # (batch, m, d, j)
@@ -348,7 +359,8 @@ class Certificate:
         return self.reproduced == self.samples
 
 
-def certify(model: DigitTransformer, m: int, samples: int, *, generator: torch.Generator | None = None) -> Certificate:
+def certify(model: DigitTransformer, m: int, samples: int, *,
+            generator: torch.Generator | None = None) -> Certificate:
     """Draw ``samples`` uniform targets of length k·m, write their prompts, decode them greedily."""
     cfg = model.config
     at_least("m", m, 1, integer=True)
@@ -360,14 +372,16 @@ def certify(model: DigitTransformer, m: int, samples: int, *, generator: torch.G
 
 
 def lower_bound_ratio(*, vocab_size, r, eps) -> float:
-    """k/C of the construction at precision ε: :math:`\\lfloor\\lambda\\rfloor/\\lambda`, λ = ln(1 + 2r/ε)/ln|V|.
+    """k/C of the construction at precision ε: :math:`\\lfloor\\lambda\\rfloor/\\lambda`,
+    λ = ln(1 + 2r/ε)/ln|V|.
 
     Independent of d; 1 when 1 + 2r/ε is a power of |V|, at least 1/2 when it is at least |V|.
 
     >>> lower_bound_ratio(vocab_size=16, r=1.0, eps=2 / 255)
     1.0
-    >>> round(lower_bound_ratio(vocab_size=50304, r=1.0, eps=2**-11), 3)  # fp16 relative, Pythia's |V|: 0 digits
+    >>> round(lower_bound_ratio(vocab_size=50304, r=1.0, eps=2**-11), 3)  # fp16 relative, Pythia's |V|
     0.0
     """
-    lam = np.log1p(2 * positive("r", r) / positive("eps", eps)) / np.log(at_least("vocab_size", vocab_size, 2, integer=True))
+    ln_v = np.log(at_least("vocab_size", vocab_size, 2, integer=True))
+    lam = np.log1p(2 * positive("r", r) / positive("eps", eps)) / ln_v
     return float(np.floor(lam + 1e-12) / lam)

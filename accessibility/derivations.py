@@ -87,7 +87,7 @@ class Derivation:
 
     statement: str
     steps: tuple[Step, ...]
-    uses: tuple["Derivation", ...] = ()
+    uses: tuple[Derivation, ...] = ()
 
     @property
     def result(self) -> sympy.Basic:
@@ -288,7 +288,8 @@ def packing_lemma(dim=d, radius=r, precision=eps, unit_volume=kappa) -> Derivati
     """Packing lemma: at most :math:`(1 + 2r/\\varepsilon)^{\\dim}` points of a radius-r ball are ε apart.
 
     P disjoint balls of radius ε/2 (:func:`disjointness`) inside the ball of radius r + ε/2
-    (:func:`containment`): :math:`P\\,\\kappa(\\varepsilon/2)^{\\dim} \\le \\kappa(r + \\varepsilon/2)^{\\dim}`
+    (:func:`containment`):
+    :math:`P\\,\\kappa(\\varepsilon/2)^{\\dim} \\le \\kappa(r + \\varepsilon/2)^{\\dim}`
     (volume is additive and monotone: the prose step); divide by the small ball's volume.
     """
     chain = _Chain("packing lemma", P * ball_volume(precision / 2, dim, unit_volume),
@@ -313,7 +314,8 @@ def theorem_4_5() -> Derivation:
     count_z = sympy.Symbol(r"\left|Z\right|", positive=True)
     chain = _Chain("Theorem 4.5", sympy.Symbol(r"\left|A_{n}(m)\right|", positive=True), count_z,
                    "quantisation: the output is a function of Q(x), Q onto Z")
-    chain.apply_lemma(lemma, {P: count_z}, "packing lemma in dimension dm, max norm, unit-ball volume κ to the m")
+    chain.apply_lemma(lemma, {P: count_z},
+                      "packing lemma in dimension dm, max norm, unit-ball volume κ to the m")
     one_vector = packing_lemma().bound
     return chain.equal(sympy.Product(one_vector, (j, 1, m)), "product over the m vectors").done()
 
@@ -329,8 +331,8 @@ def corollary_4_6_n_star() -> Derivation:
     """
     theorem = theorem_4_5()
     count = theorem.bound
-    chain = _Chain("Corollary 4.6", V**n, theorem.result.lhs, "hypothesis: every sequence of length n accessible",
-                   check=HYPOTHESIS, equal=True)
+    chain = _Chain("Corollary 4.6", V**n, theorem.result.lhs,
+                   "hypothesis: every sequence of length n accessible", check=HYPOTHESIS, equal=True)
     chain.apply_lemma(theorem, {}, "Theorem 4.5").equal(count, "evaluate the product")
     chain.log().scale(1 / sympy.log(V), "divide by ln|V| > 0")
     (boundary,) = sympy.solve(sympy.Eq(n * sympy.log(V), sympy.expand_log(sympy.log(count), force=True)), n)
@@ -345,7 +347,8 @@ def corollary_4_6_slope():
 
 @cache
 def corollary_4_6_fraction() -> Derivation:
-    """Accessible fraction of V^n: :math:`|A_n(m)|/|V|^n \\le (1+2r/\\varepsilon)^{dm}/|V|^n = |V|^{-(n - Cm)}`."""
+    """Accessible fraction of V^n:
+    :math:`|A_n(m)|/|V|^n \\le (1+2r/\\varepsilon)^{dm}/|V|^n = |V|^{-(n - Cm)}`."""
     chain = _Chain.from_lemma("Corollary 4.6, fraction", theorem_4_5(), {}, "Theorem 4.5")
     chain.equal(theorem_4_5().bound, "evaluate the product").scale(V**-n, "divide by |V| to the n")
     c = corollary_4_6_slope()
@@ -411,7 +414,8 @@ def all_lengths() -> Derivation:
 
 @cache
 def log1p_below_x() -> Derivation:
-    """:math:`\\ln(1 + x) \\le x` for x >= 0: :math:`g(x) = x - \\ln(1+x)` is 0 at 0 and :math:`g' = x/(1+x) \\ge 0`."""
+    """:math:`\\ln(1 + x) \\le x` for x >= 0: :math:`g(x) = x - \\ln(1+x)` is 0 at 0 and
+    :math:`g' = x/(1+x) \\ge 0`."""
     g = _x - sympy.log(1 + _x)
     chain = _Chain("ln(1+x) <= x", sympy.Integer(0), sympy.Integer(0), "g(0) = 0", check=IDENTITY)
     chain.weaken_monotone("g′ = x/(1 + x) ≥ 0", g=g, variable=_x, start=0, end=_x)
@@ -444,7 +448,8 @@ def corollary_4_10_log_packing() -> Derivation:
 
     Cover: weights on K net points in multiples of 1/Q, Q = ⌈K/ε_w⌉, ε_w = ε/(4r) — at most
     :math:`\\binom{Q + K - 1}{K - 1}` points (stars and bars), and
-    :math:`\\ln\\binom{a + b}{b} \\le b(1 + \\ln\\frac{a+b}{b})` (from :math:`\\binom{n}{b} \\le (en/b)^b`): the two prose
+    :math:`\\ln\\binom{a + b}{b} \\le b(1 + \\ln\\frac{a+b}{b})` (from :math:`\\binom{n}{b} \\le (en/b)^b`):
+    the two prose
     steps. Then Q <= K/ε_w + 1 (monotone step), ln of a product (identity),
     :math:`(K-1)\\ln\\frac{K}{K-1} \\le 1` (:func:`log1p_below_x` at x = 1/(K-1)) and K - 1 <= K.
     """
@@ -465,7 +470,8 @@ def corollary_4_10_log_packing() -> Derivation:
 @cache
 def _k_log_bound() -> Derivation:
     """:math:`(K-1)\\ln\\frac{K}{K-1} \\le 1`: :func:`log1p_below_x` at x = 1/(K-1), times K - 1."""
-    chain = _Chain.from_lemma("(K − 1) ln(K/(K − 1)) ≤ 1", log1p_below_x(), {_x: 1 / (K - 1)}, "ln(1 + x) ≤ x at x = 1/(K − 1)")
+    chain = _Chain.from_lemma("(K − 1) ln(K/(K − 1)) ≤ 1", log1p_below_x(), {_x: 1 / (K - 1)},
+                              "ln(1 + x) ≤ x at x = 1/(K − 1)")
     chain.scale(K - 1, "multiply by K − 1 > 0").equal(sympy.Integer(1), "simplify")
     return chain.equal_lhs((K - 1) * sympy.log(K / (K - 1)), "1 + 1/(K − 1) = K/(K − 1)").done()
 
@@ -512,7 +518,8 @@ def cone_fraction(dim: int):
     1/2 - cos(varphi)/2
     """
     integrand = sympy.sin(_t) ** (dim - 2)
-    return sympy.simplify(sympy.integrate(integrand, (_t, 0, phi)) / sympy.integrate(integrand, (_t, 0, sympy.pi)))
+    cap = sympy.integrate(integrand, (_t, 0, phi))
+    return sympy.simplify(cap / sympy.integrate(integrand, (_t, 0, sympy.pi)))
 
 
 # --- the ellipsoid (Cavalieri) -------------------------------------------------------------------
@@ -543,11 +550,13 @@ def _with_segments(semi_axes, segments):
 
 @cache
 def ellipsoid_cube_count(dim: int):
-    """:math:`\\mathrm{vol}(E + [-\\varepsilon/2, \\varepsilon/2]^d)/\\varepsilon^d` for an axis-aligned ellipsoid E.
+    """:math:`\\mathrm{vol}(E + [-\\varepsilon/2, \\varepsilon/2]^d)/\\varepsilon^d` for an axis-aligned
+    ellipsoid E.
 
     The L∞ packing count of the ellipsoid (:func:`accessibility.bounds.log_ellipsoid_count`), derived by
     adding the cube one segment at a time; semi-axes ``a_1 .. a_dim``. Equals
-    :math:`\\sum_T \\omega_{|T|} \\prod_{i \\in T} a_i/\\varepsilon`; in one dimension it is the packing lemma,
+    :math:`\\sum_T \\omega_{|T|} \\prod_{i \\in T} a_i/\\varepsilon`; in one dimension it is the packing
+    lemma,
     and with :math:`\\omega_k` replaced by its bounding cube's volume :math:`2^k` it is the box count.
 
     >>> ellipsoid_cube_count(1)

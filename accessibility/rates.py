@@ -77,9 +77,9 @@ def greedy_log_probs(lm, targets: torch.Tensor, n: int) -> torch.Tensor:
     from transformers import GenerationConfig
 
     ids = _context(lm, targets[:, :1]).to(lm.device)
-    gen = GenerationConfig(do_sample=False, max_new_tokens=int(at_least("n", n, 1, integer=True)), min_new_tokens=0,
-                           eos_token_id=None, pad_token_id=0, bos_token_id=None, output_logits=True,
-                           return_dict_in_generate=True)
+    gen = GenerationConfig(do_sample=False, max_new_tokens=int(at_least("n", n, 1, integer=True)),
+                           min_new_tokens=0, eos_token_id=None, pad_token_id=0, bos_token_id=None,
+                           output_logits=True, return_dict_in_generate=True)
     out = lm.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), generation_config=gen)
     chosen = out.sequences[:, ids.shape[1]:]                                  # (count, n)
     logp = torch.stack(out.logits, dim=1).float().log_softmax(-1)            # (count, n, vocab)

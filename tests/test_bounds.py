@@ -169,7 +169,8 @@ def test_euclidean_cone_count_issue_numbers_and_half_space():
         assert bounds.log_euclidean_cone_count(d_model=d, r2=r2, eps=eps, min_cos=mc) / math.log(v) == \
             pytest.approx(cone, abs=0.05)
         assert bounds.slope_bound(d_model=d, vocab_size=v) == pytest.approx(ball, abs=0.05)
-    assert bounds.log_euclidean_cone_count(d_model=20, r2=2.0, eps=0.5, phi=2.0) == pytest.approx(20 * math.log(9))
+    half_space = bounds.log_euclidean_cone_count(d_model=20, r2=2.0, eps=0.5, phi=2.0)
+    assert half_space == pytest.approx(20 * math.log(9))
 
 
 def test_box_bound_against_ball():
@@ -305,12 +306,14 @@ def test_cell_entropy():
 
 
 def test_target_slope_rates_and_n50_bound():
-    """C_Q with the uniform rate ln|V| is C; a smaller rate (text) gives a larger slope; n_50 ≤ C m + ln 2/h."""
+    """C_Q with the uniform rate ln|V| is C; a smaller rate (text) gives a larger slope;
+    n_50 ≤ C m + ln 2/h."""
     num = bounds.log_ball_count(d_model=576)
     c = bounds.slope_bound(d_model=576, vocab_size=49152)
     assert bounds.target_slope(num, rate=math.log(49152)) == pytest.approx(c, rel=1e-15)
     assert bounds.target_slope(num, rate=2.0) == pytest.approx(num / 2.0)
-    assert bounds.n50_bound(m=3, slope=c, vocab_size=49152) == pytest.approx(3 * c + math.log(2) / math.log(49152))
+    expected = 3 * c + math.log(2) / math.log(49152)
+    assert bounds.n50_bound(m=3, slope=c, vocab_size=49152) == pytest.approx(expected)
     assert bounds.n50_bound(m=3, slope=10.0, rate=0.5) == pytest.approx(30 + 2 * math.log(2))
     assert bounds.n50_bound(m=2, slope=c, vocab_size=49152) == bounds.length_threshold(
         m=2, slope=c, vocab_size=49152, delta=0.5)
@@ -331,7 +334,8 @@ def test_slopes_by_precision_side_by_side():
     assert views["bf16"] < 0.8 * views["fp16"]
     assert (round(views["exact-bf16"], 1), round(views["exact-fp16"], 1)) == (739.5, 751.3)
     assert round(views["exact-fp32"]) == 1526
-    assert views["fp16, eps = r2 u"] == pytest.approx(768 * math.log1p(2 * 22.45 / (271 * 2**-11)) / math.log(50304))
+    coarse = 768 * math.log1p(2 * 22.45 / (271 * 2**-11)) / math.log(50304)
+    assert views["fp16, eps = r2 u"] == pytest.approx(coarse)
     assert views["fp16, L2 ball r2"] > views["fp16"] > views["fp16, eps = r2 u"]
     assert views["absolute"] == pytest.approx(768 * math.log1p(2 * 22.45 * 2**10) / math.log(50304))
     assert "fp16, eps = r2 u" not in bounds.slopes_by_precision(d_model=8, vocab_size=10, r=1.0)

@@ -33,7 +33,8 @@ def test_slope_and_optional_keys(capsys):
     assert out["log10_fraction_bound"] == pytest.approx(-(7000 - 4 * out["slope"]) * math.log10(50304))
     unbounded = bounds.log10_unbounded_threshold(d_model=2048, vocab_size=50304)
     assert out["log10_N_unbounded"] == pytest.approx(unbounded)
-    given = _json(capsys, "--d-model", "64", "--vocab-size", "100", "--r", "1", "--r2", "1.5", "--min-cos", "0.95")
+    given = _json(capsys, "--d-model", "64", "--vocab-size", "100", "--r", "1", "--r2", "1.5",
+                  "--min-cos", "0.95")
     cone = float(bounds.log_cone_bound(d_model=64, r=1.0, r2=1.5, min_cos=0.95)) / math.log(100)
     assert given["slope_cone"] == pytest.approx(cone) and given["slope_cone"] < given["slope"]
 
@@ -45,7 +46,8 @@ def test_min_cos_over_the_whole_range_is_positive_finite_or_one_line(capsys):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for x in np.concatenate([np.linspace(-1, 1, 41), 1 - 10.0 ** -np.arange(2, 10), [1.0]]):
-            argv = ["bound", "--d-model", "576", "--vocab-size", "49152", "--min-cos", repr(float(x)), "--json"]
+            argv = ["bound", "--d-model", "576", "--vocab-size", "49152", "--min-cos", repr(float(x)),
+                    "--json"]
             status = main(argv)
             captured = capsys.readouterr()
             if status == 0:

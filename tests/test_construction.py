@@ -30,7 +30,8 @@ def test_k_attains_the_slope_at_the_construction_eps(model):
     assert cfg.tokens_per_vector >= cfg.slope / 4  # the issue's requirement; in fact k = C
     assert cfg.slope == pytest.approx(cfg.tokens_per_vector, rel=1e-12)
     for m in (1, 3):  # |V|^{km} distinct sequences from L^{dm} grid prompts: Theorem 4.5 with equality
-        assert bounds.log_count(d_model=8, m=m, r=cfg.r, eps=cfg.eps) == pytest.approx(16 * m * math.log(16), rel=1e-12)
+        count = bounds.log_count(d_model=8, m=m, r=cfg.r, eps=cfg.eps)
+        assert count == pytest.approx(16 * m * math.log(16), rel=1e-12)
 
 
 def test_teacher_forced_argmax_agrees_with_greedy(model):
@@ -45,7 +46,8 @@ def test_teacher_forced_argmax_agrees_with_greedy(model):
 
 
 def test_the_model_factors_through_rounding_to_the_grid(model):
-    """Prompts within 0.2ε of the grid decode identically; one grid step on one coordinate changes the output."""
+    """Prompts within 0.2ε of the grid decode identically; one grid step on one coordinate changes the
+    output."""
     cfg, g = model.config, torch.Generator().manual_seed(3)
     targets = torch.randint(16, (8, 32), generator=g)
     prompt = K.encode_prompt(cfg, targets)
@@ -54,18 +56,21 @@ def test_the_model_factors_through_rounding_to_the_grid(model):
     moved = prompt.clone()
     moved[:, 1, 3] += cfg.eps * torch.where(moved[:, 1, 3] < cfg.r - cfg.eps / 2, 1.0, -1.0)
     emitted = K.generate(model, moved, 32)
-    assert torch.equal(emitted[:, :16], targets[:, :16]) and (emitted[:, 16:] != targets[:, 16:]).any(dim=1).all()
+    assert torch.equal(emitted[:, :16], targets[:, :16])
+    assert (emitted[:, 16:] != targets[:, 16:]).any(dim=1).all()
 
 
 def test_float32_other_shapes_and_for_eps():
     small = K.DigitConfig(d_model=3, vocab_size=5, digits=3, r=7.0, max_vectors=3)
-    cert = K.certify(K.DigitTransformer(small, dtype=torch.float32), 3, 16, generator=torch.Generator().manual_seed(0))
+    model32 = K.DigitTransformer(small, dtype=torch.float32)
+    cert = K.certify(model32, 3, 16, generator=torch.Generator().manual_seed(0))
     assert cert.all_reproduced and cert.length == 27
     fp16 = K.DigitConfig.for_eps(d_model=8, vocab_size=16, r=1.0, eps=2**-11)  # 1 + 2r/ε = 4097 >= 16^3
     assert fp16.digits == 3 and fp16.tokens_per_vector == 24
     ratio = fp16.tokens_per_vector / float(bounds.slope_bound(d_model=8, vocab_size=16, r=1.0, eps=2**-11))
     assert ratio == pytest.approx(K.lower_bound_ratio(vocab_size=16, r=1.0, eps=2**-11)) and 0.999 < ratio < 1
-    assert K.lower_bound_ratio(vocab_size=50, r=1.0, eps=2**-11) == pytest.approx(2 / (math.log(4097) / math.log(50)))
+    expected = 2 / (math.log(4097) / math.log(50))
+    assert K.lower_bound_ratio(vocab_size=50, r=1.0, eps=2**-11) == pytest.approx(expected)
 
 
 def test_bad_input():

@@ -79,7 +79,8 @@ def test_a_wrong_step_is_refused():
     with pytest.raises(D.DerivationError):
         chain.weaken_monotone("decreasing", g=-D.r, variable=D.r, start=D.r, end=D.r + 1)
     with pytest.raises(D.DerivationError):
-        D._Chain.from_lemma("test", D.log1p_below_x(), {}, "lemma").weaken_by_lemma(D.r, D.log1p_below_x(), {}, "x")
+        chain = D._Chain.from_lemma("test", D.log1p_below_x(), {}, "lemma")
+        chain.weaken_by_lemma(D.r, D.log1p_below_x(), {}, "x")
     with pytest.raises(ValueError, match="plain text"):
         D._Chain("test", D.n, D.m, "a_b", check=D.HYPOTHESIS).done().latex()
 
@@ -94,14 +95,16 @@ def test_results_equal_the_closed_forms():
     assert sympy.simplify(sympy.expand_log(D.corollary_4_6_n_star().bound - SLOPE * D.m, force=True)) == 0
     assert sympy.simplify(sympy.expand_log(D.corollary_4_6_slope() - SLOPE, force=True)) == 0
     fraction = D.corollary_4_6_fraction().bound
-    assert sympy.simplify(sympy.expand_log(sympy.log(fraction) - (SLOPE * D.m - D.n) * sympy.log(D.V), force=True)) == 0
+    log_fraction = sympy.log(fraction) - (SLOPE * D.m - D.n) * sympy.log(D.V)
+    assert sympy.simplify(sympy.expand_log(log_fraction, force=True)) == 0
     n_delta = SLOPE * D.m + sympy.log(1 / D.delta) / sympy.log(D.V)
     assert sympy.simplify(sympy.expand_log(D.threshold_length() - n_delta, force=True)) == 0
     threshold = D.corollary_4_6_threshold().result
     assert threshold.rhs == D.delta and sympy.simplify(threshold.lhs - fraction) == 0
     uniform = D.n50_bound().bound.subs(D.h, sympy.log(D.V))
-    assert sympy.simplify(sympy.expand_log(uniform - (SLOPE * D.m + sympy.log(2) / sympy.log(D.V)), force=True)) == 0
-    assert D.r not in D.corollary_4_6_slope().subs(D.eps, D.r / 2048).free_symbols  # relative ε: C is scale-free
+    n50 = SLOPE * D.m + sympy.log(2) / sympy.log(D.V)
+    assert sympy.simplify(sympy.expand_log(uniform - n50, force=True)) == 0
+    assert D.r not in D.corollary_4_6_slope().subs(D.eps, D.r / 2048).free_symbols  # relative ε: scale-free
 
 
 def test_geometric_series_and_corollary_4_10_closed_forms():
@@ -131,8 +134,10 @@ def test_corollary_4_6_derivations_agree_with_bounds():
     for args in _draws():
         d, v, r, eps, m, n, delta = args
         c = bounds.slope_bound(d_model=d, vocab_size=v, r=r, eps=eps)
-        assert float(mpmath.log(one(*args))) == pytest.approx(bounds.log_ball_count(d_model=d, r=r, eps=eps), rel=1e-12)
-        assert float(log_count(*args)) == pytest.approx(bounds.log_count(d_model=d, m=m, r=r, eps=eps), rel=1e-12)
+        ball = bounds.log_ball_count(d_model=d, r=r, eps=eps)
+        assert float(mpmath.log(one(*args))) == pytest.approx(ball, rel=1e-12)
+        theorem = bounds.log_count(d_model=d, m=m, r=r, eps=eps)
+        assert float(log_count(*args)) == pytest.approx(theorem, rel=1e-12)
         assert float(slope(*args)) == pytest.approx(c, rel=1e-12)
         assert float(n_star(*args)) == pytest.approx(bounds.n_star_bound(m=m, slope=c), rel=1e-12)
         assert min(0.0, float(mpmath.log10(fraction(*args)))) == pytest.approx(
@@ -145,10 +150,12 @@ def test_n50_derivation_agrees_with_bounds_for_uniform_and_distributed_targets()
     n50 = sympy.lambdify((D.d, D.r, D.eps, D.m, D.h), D.n50_bound().bound, "math")
     for d, v, r, eps, m, _, _ in _draws():
         c = bounds.slope_bound(d_model=d, vocab_size=v, r=r, eps=eps)
-        assert n50(d, r, eps, m, math.log(v)) == pytest.approx(bounds.n50_bound(m=m, slope=c, vocab_size=v), rel=1e-12)
+        uniform = bounds.n50_bound(m=m, slope=c, vocab_size=v)
+        assert n50(d, r, eps, m, math.log(v)) == pytest.approx(uniform, rel=1e-12)
         rate = float(RNG.uniform(0.1, 5.0))
         c_q = bounds.target_slope(bounds.log_ball_count(d_model=d, r=r, eps=eps), rate=rate)
-        assert n50(d, r, eps, m, rate) == pytest.approx(bounds.n50_bound(m=m, slope=c_q, rate=rate), rel=1e-12)
+        distributed = bounds.n50_bound(m=m, slope=c_q, rate=rate)
+        assert n50(d, r, eps, m, rate) == pytest.approx(distributed, rel=1e-12)
 
 
 def test_all_lengths_and_corollary_4_10_agree_with_bounds():
@@ -208,7 +215,8 @@ def test_volume_comparison_against_brute_force_packings(norm):
 
 def test_cone_sector_packing_against_brute_force():
     """Grid points (pairwise ε apart) inside a 2-D and 3-D cone sector never exceed the cone count."""
-    for dim, phi, r2, eps in ((2, 0.3, 5.0, 0.4), (2, 1.2, 3.0, 0.5), (3, 0.5, 3.0, 0.5), (3, 0.15, 4.0, 0.3)):
+    cases = ((2, 0.3, 5.0, 0.4), (2, 1.2, 3.0, 0.5), (3, 0.5, 3.0, 0.5), (3, 0.15, 4.0, 0.3))
+    for dim, phi, r2, eps in cases:
         axis = np.zeros(dim)
         axis[0] = 1.0
         for _ in range(5):
@@ -217,7 +225,8 @@ def test_cone_sector_packing_against_brute_force():
             grid = offset + np.stack(np.meshgrid(*ticks), -1).reshape(-1, dim)
             norms = np.linalg.norm(grid, axis=1)
             inside = (norms <= r2) & (grid @ axis >= np.cos(phi) * norms)
-            assert inside.sum() <= math.exp(bounds.log_euclidean_cone_count(d_model=dim, r2=r2, eps=eps, phi=phi))
+            bound = bounds.log_euclidean_cone_count(d_model=dim, r2=r2, eps=eps, phi=phi)
+            assert inside.sum() <= math.exp(bound)
 
 
 def test_binomial_estimate_and_stars_and_bars():
@@ -262,7 +271,8 @@ def test_log1p_lemma_numerically():
 def test_cone_fraction_integral_matches_incomplete_beta(dim):
     """The polar-integral closed form equals ½ I_{sin²φ}((d-1)/2, ½) and the log-space numeric version."""
     closed = D.cone_fraction(dim)
-    half_beta = sympy.betainc_regularized(sympy.Rational(dim - 1, 2), sympy.S.Half, 0, sympy.sin(D.phi) ** 2) / 2
+    half_beta = sympy.betainc_regularized(sympy.Rational(dim - 1, 2), sympy.S.Half, 0,
+                                          sympy.sin(D.phi) ** 2) / 2
     f = sympy.lambdify(D.phi, closed, "mpmath")
     phis = np.array([0.05, 0.4, 1.0, 1.5, 2.0, 3.0])
     with mpmath.workdps(40):  # the closed forms cancel badly near φ = 0 in double precision

@@ -33,7 +33,8 @@ PUBLISHED_SUPPORT = {  # L∞ / L2 / L1 max norm, mean cos, min cos
     "Pythia-2.8b": (41.56, 119, 4712, 0.357, -0.262), "Pythia-6.9b": (42.16, 115, 5818, 0.349, -0.295),
 }
 # The authors' theory notebook: ball ratio, box ratio, box slope C_rect, and their |V| for Pythia-6.9b.
-PUBLISHED_NOTEBOOK = {"Pythia-1.4b": (6.019802, 4.316811, 1128.4), "Pythia-2.8b": (9.939214, 7.161607, 1417.3),
+PUBLISHED_NOTEBOOK = {"Pythia-1.4b": (6.019802, 4.316811, 1128.4),
+                      "Pythia-2.8b": (9.939214, 7.161607, 1417.3),
                       "Pythia-6.9b": (11.099110, 7.704780, 2184.7)}
 PUBLISHED_H = {"Pythia-160m": 12.87, "Pythia-410m": 14.54, "Pythia-1b": 14.71, "Qwen2.5-0.5B": 16.50,
           "Qwen2.5-1.5B": 16.87, "Llama-3.2-1B": 15.79, "Gemma-3-270m": 13.03}
@@ -59,7 +60,8 @@ def test_table_matches_spec(table):
     assert table.loc["Pythia-1b", "m_max_pg19"] == 4 and table.loc["Pythia-160m", "m_max_pg19"] == 5
     assert (table.loc["Pythia-6.9b", "vocab_size"], table.loc["Pythia-2.8b", "d_model"]) == (50432, 2560)
     for name, values in PUBLISHED_NOTEBOOK.items():
-        assert tuple(table.loc[name, ["ratio_ball_published", "ratio_box_published", "slope_box_published"]]) == values
+        columns = ["ratio_ball_published", "ratio_box_published", "slope_box_published"]
+        assert tuple(table.loc[name, columns]) == values
     assert table.loc["Pythia-6.9b", "vocab_size_authors"] == 50304
     assert table.loc["Pythia-1.4b", "theta_published"] == 2.219
 
@@ -115,7 +117,7 @@ def test_theory_table_reproduces_paper_ratios():
     ratios = theory["ratio_table"].dropna()
     assert len(ratios) == 10 and 4.5 < ratios.min() and ratios.max() < 20.4  # inside the paper's range
     refined = theory["ratio_refined_table"].dropna()
-    assert (refined < theory.loc[refined.index, "ratio_table"]).all()  # the cone and cells heuristics shrink the gap
+    assert (refined < theory.loc[refined.index, "ratio_table"]).all()  # the cone and cells heuristics
     assert theory.loc["Pythia-160m", "slope_cone"] < theory.loc["Pythia-160m", "slope"]
     exact = published.theory_table(precision="exact-fp16")
     assert (exact["slope"].dropna() > theory.loc[exact["slope"].dropna().index, "slope"]).all()
@@ -166,7 +168,8 @@ def test_notebook_angle_disagreement_and_gemma_flag_are_shipped():
     assert "randomly initialised" in gemma and "geometry chapter" in gemma
     assert 2 * math.sqrt(640) == pytest.approx(table.loc["Gemma-3-270m", "l2_max"], abs=0.5)
     prov = published.column_provenance()
-    assert "convolution" in prov.loc["cell_entropy", "source"] and "notebook" in prov.loc["ratio_box_published", "source"]
+    assert "convolution" in prov.loc["cell_entropy", "source"]
+    assert "notebook" in prov.loc["ratio_box_published", "source"]
 
 
 def test_cone_bound_column_is_the_ball_and_the_precision_table():

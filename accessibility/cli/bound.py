@@ -175,8 +175,9 @@ def _published(row, d: int, v: int, r, min_cos, precision: str | None, absolute:
 
     out = {"cell_entropy": float(row["cell_entropy"]),
            **{f"published_{c}": float(row[c]) for c in PUBLISHED_COLUMNS}}
-    authors = theory_table().loc[row.name]  # the authors' convention does not depend on this command's flags
-    out.update(vocab_size_authors=float(row["vocab_size_authors"]), slope_authors=float(authors["slope_authors"]),
+    authors = theory_table().loc[row.name]  # the authors' convention: independent of this command's flags
+    out.update(vocab_size_authors=float(row["vocab_size_authors"]),
+               slope_authors=float(authors["slope_authors"]),
                ratio_table_authors=float(authors["ratio_authors"]))
     out.update({f"published_{c.removesuffix('_published')}": float(row[c]) for c in NOTEBOOK_COLUMNS
                 if not math.isnan(row[c])})
@@ -218,7 +219,8 @@ TEXT_ROWS = (
     ("vocab_size_authors", "authors' |V|", "tokens"),
     ("slope_authors", "slope C, authors' convention", "tokens per vector"),
     ("ratio_table_authors", "ratio, authors' convention", ""),
-    ("published_ratio_ball", "published ratio, ball", ""), ("published_ratio_box", "published ratio, box", ""),
+    ("published_ratio_ball", "published ratio, ball", ""),
+    ("published_ratio_box", "published ratio, box", ""),
     ("published_slope_box", "published slope, box", "tokens per vector"),
     ("published_theta", "published largest angle θ", "rad"),
     ("published_flag", "published flag", ""), ("folder", "saved in", ""),
