@@ -88,7 +88,8 @@ def format_table(table, decimals: int | dict = 2, *, default: int = 2):
     (other float columns get ``default``). Columns whose values are all whole numbers show none
     (2774, not 2774.0); booleans read yes / no; missing values read "—" (never NaN). A named index
     (or a MultiIndex) becomes ordinary leading columns, so there is no extra header row for index
-    names; long column labels may wrap after "_", "/" and spaces, so the table fits the column.
+    names; long column labels may wrap after "_", "/" and spaces, cells are tightly padded and a table
+    of more than six columns is set smaller, so that it fits the column.
 
     >>> import pandas as pd
     >>> df = pd.DataFrame({"n": [2774.0, 3.0], "ratio_pg19": [22.474747, None]}, index=pd.Index(["a", "b"], name="model"))
@@ -119,8 +120,10 @@ def format_table(table, decimals: int | dict = 2, *, default: int = 2):
     styler = df.style.format(formats, na_rep="—").format_index(lambda label: str(label).translate(wrap), axis=1)
     if named:
         styler = styler.hide(axis="index")
-    return styler.set_table_styles([{"selector": "th", "props": [("white-space", "normal")]},
-                                    {"selector": "td", "props": [("white-space", "nowrap")]}])
+    columns = df.shape[1] + (0 if named else df.index.nlevels)
+    tight = [("padding", "0.25em 0.45em")] + ([("font-size", "0.9em")] if columns > 6 else [])  # wide: smaller
+    return styler.set_table_styles([{"selector": "th", "props": [("white-space", "normal"), *tight]},
+                                    {"selector": "td", "props": [("white-space", "nowrap"), *tight]}])
 
 
 # --- theory (bounds and corollaries) ---
@@ -168,21 +171,30 @@ def _plain_log_ticks(ax, axis: str = "both") -> None:
 
 
 def _place_labels(ax, labels, **text) -> None:
-    """Annotate points ``[(label, (x, y)), ...]``, each at the first of a few offsets (right, left,
-    below, above) where it overlaps no label placed before it nor the legend."""
-    offsets = [((4, 4), "left"), ((-4, 4), "right"), ((4, -10), "left"), ((-4, -10), "right"),
-               ((4, 12), "left"), ((-4, 12), "right")]
+    """Annotate points ``[(label, (x, y)), ...]``, each at the first of a few offsets (right or left,
+    then further above or below) where it overlaps no marker, no label placed before it and not the
+    legend."""
+    offsets = [((dx, dy), "left" if dx > 0 else "right") for dy in (4, -10, 14, -20, 24, -30) for dx in (4, -4)]
+    from matplotlib.transforms import Bbox
+
+    ax.figure.draw_without_rendering()  # settle the constrained layout first: positions are final
     renderer = ax.figure.canvas.get_renderer()
     legend = ax.get_legend()
     taken = [legend.get_window_extent(renderer)] if legend is not None else []
+    taken += [t.get_window_extent(renderer) for t in ax.texts]  # labels placed by earlier calls
+    taken += [Bbox.from_extents(x - 3.5, y - 3.5, x + 3.5, y + 3.5)  # the markers
+              for points in ax.collections for x, y in ax.transData.transform(points.get_offsets())]
     for label, xy in sorted(labels, key=lambda item: -item[1][1]):
         for offset, ha in offsets:
             note = ax.annotate(label, xy, xytext=offset, textcoords="offset points", ha=ha, **text)
             box = note.get_window_extent(renderer)
-            if not any(box.overlaps(other) for other in taken) or (offset, ha) == offsets[-1]:
+            if not any(box.overlaps(other) for other in taken):
                 taken.append(box)
                 break
             note.remove()
+        else:  # crowded everywhere: the first place, overlapping
+            taken.append(ax.annotate(label, xy, xytext=offsets[0][0], textcoords="offset points",
+                                     **text).get_window_extent(renderer))
 
 
 def plot_theory_vs_experiment(theory):
@@ -421,7 +433,7 @@ def plot_linear_law(summary: dict, *, label: str = "measured"):
         slope, intercept, origin = summary["slope"], summary["intercept"], summary["slope_origin"]
         sign = "−" if intercept < 0 else "+"
         fit = f"fit: {slope:.2f} m {sign} {abs(intercept):.2f} (R² = {summary['r2']:.3f})"
-        apart = np.abs(slope * x + intercept - origin * x).max() > 0.02 * max(y.max(), 1e-9)
+        apart = np.abs(slope * x + intercept - origin * x).max() > 0.05 * max(y.max(), 1e-9)
         if not apart:  # the two lines would be drawn on top of each other: one line, both fits named
             fit += f"; through 0: {origin:.2f} m"
         ax.plot(x, slope * x + intercept, label=fit)
@@ -448,9 +460,6 @@ def plot_slopes_vs_theory(rows):
         filled = source != "published"
         ax.scatter(part["slope_theory"], part["slope"], marker="o" if filled else "D", s=40,
                    facecolors=colors[kind] if filled else "none", edgecolors=colors[kind], label=f"{source}, {kind}")
-        for _, r in part.iterrows() if filled else ():
-            ax.annotate(r["label"], (r["slope_theory"], r["slope"]), fontsize=8, xytext=(4, 3),
-                        textcoords="offset points")
     grey = []
     for label, part in rows[rows["source"] == "published"].groupby("label"):
         x, low, high = part["slope_theory"].iloc[0], part["slope"].min(), part["slope"].max()
@@ -464,6 +473,8 @@ def plot_slopes_vs_theory(rows):
            ylabel="measured slope of n$_{50}$(m)", ylim=(rows["slope"].min() / 3, x[-1] * 1.5))
     _plain_log_ticks(ax)
     ax.legend(fontsize=8, loc="upper left")
+    ours = rows[rows["source"] != "published"]
+    _place_labels(ax, [(r["label"], (r["slope_theory"], r["slope"])) for _, r in ours.iterrows()], fontsize=8)
     _place_labels(ax, grey, fontsize=7, color="0.35")
     return fig
 
@@ -486,7 +497,10 @@ def plot_n50_side_by_side(published: dict, ours: dict):
             model, kind = split[label]
             text = kind.rstrip(")") in ("PG-19", "text")
             ax.plot(ms, values, "o-" if text else "s--", color=colors[model], label=label)
-        ax.set(xlabel="m ([mem] vectors)", ylabel="n$_{50}$ (tokens)", title=title, xlim=(0, None), ylim=(0, None))
+        top = max(max(values) for _, values in series.values())
+        right = max(max(ms) for ms, _ in series.values())
+        ax.set(xlabel="m ([mem] vectors)", ylabel="n$_{50}$ (tokens)", title=title, xlim=(0, 1.05 * right),
+               ylim=(0, 1.1 * top))
         ax.legend(loc="upper left")
     return fig
 
