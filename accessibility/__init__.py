@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from importlib.resources import files
 from pathlib import Path
 
 __version__ = "0.1.0"
@@ -20,6 +21,9 @@ __version__ = "0.1.0"
 QUICK_ENV = "ACCESSIBILITY_QUICK"
 #: Environment variable that moves the cache of dequantized weights and trained models.
 CACHE_ENV = "ACCESSIBILITY_CACHE"
+#: The paper's per-model table, shipped as package data: read whole by :mod:`accessibility.published`,
+#: its ``name`` and ``hf_id`` columns by :mod:`accessibility.models` (one source for both).
+PUBLISHED_MODELS_FILE = "published_models.csv"
 
 
 def quick_mode(environ: Mapping[str, str] | None = None) -> bool:
@@ -40,3 +44,13 @@ def cache_dir() -> Path:
     ``$ACCESSIBILITY_CACHE`` when set, else ``~/.cache/accessibility``. Not created here.
     """
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "accessibility")
+
+
+def data_file(*parts: str):
+    """A file (or folder) shipped with the package under ``accessibility/data``, as an
+    :mod:`importlib.resources` traversable (readable from a wheel, a checkout or Colab alike).
+
+    >>> data_file(PUBLISHED_MODELS_FILE).is_file()
+    True
+    """
+    return files("accessibility").joinpath("data", *parts)

@@ -109,7 +109,8 @@ def log_box_count(*, widths=None, lows=None, highs=None, r=None, precision: str 
     widths = at_least("widths", widths, 0)
     if precision in EXACT:
         if lows is None:
-            raise InputError(f"precision={precision!r} needs lows and highs (float counts depend on position)")
+            raise InputError(f"precision={precision!r} needs lows and highs "
+                             "(float counts depend on position)")
         return as_float(np.log(float_count_between(precision, lows, highs)).sum(axis=-1))
     eps = resolve_eps(r=r, precision=precision, eps=eps)
     return as_float(np.log1p(np.asarray(widths) / eps).sum(axis=-1))
@@ -132,7 +133,7 @@ def cone_half_angle(min_cos):
 
 def _beta_continued_fraction(a, b, x):
     """Continued fraction of I_x(a, b) (modified Lentz), converging for x < (a + 1)/(a + b + 2)."""
-    fix = lambda v: np.where(np.abs(v) < CF_TINY, CF_TINY, v)  # noqa: E731
+    fix = lambda v: np.where(np.abs(v) < CF_TINY, CF_TINY, v)
     c = np.ones_like(x)
     d = 1.0 / fix(1.0 - (a + b) * x / (a + 1.0))
     h = d
@@ -155,7 +156,8 @@ def _log_beta_half(a):
     """ln B(a, 1/2) = ln Γ(1/2) - ln(Γ(a + 1/2)/Γ(a)), the ratio from the Stirling series for large a."""
     a = np.asarray(a, dtype=float)
     big = np.maximum(a, STIRLING_FROM)
-    log_ratio = 0.5 * np.log(big) + (big * np.log1p(0.5 / big) - 0.5) + _stirling_tail(big + 0.5) - _stirling_tail(big)
+    log_ratio = (0.5 * np.log(big) + (big * np.log1p(0.5 / big) - 0.5)
+                 + _stirling_tail(big + 0.5) - _stirling_tail(big))
     return np.where(a >= STIRLING_FROM, 0.5 * math.log(math.pi) - log_ratio, special.betaln(a, 0.5))
 
 
@@ -179,7 +181,8 @@ def log_cone_fraction(*, d_model, phi=None, min_cos=None):
     """Exact ln of the fraction of a d-ball inside a circular cone of half-angle φ (apex at the centre).
 
     .. math:: f(\\varphi, d) = \\tfrac12\\, I_{\\sin^2\\varphi}\\big(\\tfrac{d-1}{2}, \\tfrac12\\big)
-              \\ (\\varphi \\le \\pi/2), \\qquad f(\\varphi, d) = 1 - f(\\pi - \\varphi, d)\\ (\\varphi > \\pi/2)
+              \\ (\\varphi \\le \\pi/2), \\qquad
+              f(\\varphi, d) = 1 - f(\\pi - \\varphi, d)\\ (\\varphi > \\pi/2)
 
     (the area fraction of a spherical cap of angular radius φ). Computed in log space: the
     incomplete beta's prefactor :math:`x^a (1-x)^b / (a B(a, b))` is taken as a log and multiplied by a
@@ -198,7 +201,8 @@ def log_cone_fraction(*, d_model, phi=None, min_cos=None):
     phi = cone_half_angle(min_cos) if phi is None else in_range("phi", phi, 0, np.pi)
     d, phi = np.broadcast_arrays(np.asarray(d, dtype=float), np.asarray(phi, dtype=float))
     narrow = np.minimum(phi, np.pi - phi)  # half-angle of the cone or of its complement
-    log_f = np.asarray(math.log(0.5) + _log_betainc_half((d - 1) / 2, np.sin(narrow) ** 2, np.cos(narrow) ** 2))
+    log_f = np.asarray(math.log(0.5)
+                       + _log_betainc_half((d - 1) / 2, np.sin(narrow) ** 2, np.cos(narrow) ** 2))
     wide = phi > np.pi / 2
     log_f[wide] = np.log1p(-np.exp(log_f[wide]))
     return as_float(log_f)
@@ -285,7 +289,8 @@ def log_ellipsoid_count(*, semi_axes, half_widths=None, r=None, precision: str |
     the shape matrix of E (semi-axes a, directions U) and :math:`\\omega_k` the volume of the unit
     k-ball. Two bounds on :math:`\\det M_{TT}` give
 
-    .. math:: P \\le \\sum_{k=0}^{d} \\binom{d}{k}\\, \\omega_k \\prod_{j \\le k} \\frac{a_{(j)}}{\\varepsilon}
+    .. math:: P \\le \\sum_{k=0}^{d} \\binom{d}{k}\\, \\omega_k
+              \\prod_{j \\le k} \\frac{a_{(j)}}{\\varepsilon}
               \\quad\\text{and}\\quad
               P \\le \\sum_{k=0}^{d} \\omega_k\\, e_k\\Big(\\frac{h}{\\varepsilon}\\Big):
 
@@ -305,9 +310,11 @@ def log_ellipsoid_count(*, semi_axes, half_widths=None, r=None, precision: str |
     axis-aligned ellipse with semi-axes 2ε and ε: 1 + 2(2 + 1) + 2π (the ε²-cube, the two edge strips
     and the area), which is exactly vol(E + Q)/ε²; without its orientation the bound is larger.
 
-    >>> bool(np.isclose(log_ellipsoid_count(semi_axes=[1.5], eps=1.0), log_ball_count(d_model=1, r=1.5, eps=1.0)))
+    >>> bool(np.isclose(log_ellipsoid_count(semi_axes=[1.5], eps=1.0),
+    ...                 log_ball_count(d_model=1, r=1.5, eps=1.0)))
     True
-    >>> round(float(np.exp(log_ellipsoid_count(semi_axes=[2.0, 1.0], eps=1.0))), 4)  # any orientation: 1 + 2·2·2 + 2π
+    >>> # any orientation: 1 + 2·2·2 + 2π
+    >>> round(float(np.exp(log_ellipsoid_count(semi_axes=[2.0, 1.0], eps=1.0))), 4)
     15.2832
     >>> round(float(np.exp(log_ellipsoid_count(semi_axes=[2.0, 1.0], half_widths=[2.0, 1.0], eps=1.0))), 4)
     13.2832
@@ -319,7 +326,8 @@ def log_ellipsoid_count(*, semi_axes, half_widths=None, r=None, precision: str |
     if half_widths is not None:
         h = at_least("half_widths", np.atleast_1d(np.asarray(half_widths, dtype=float)), 0)
         if a.ndim != 1 or h.ndim != 1 or a.size > h.size:
-            raise InputError("half_widths needs one ellipsoid: semi_axes (k,) and half_widths (d,) with k <= d")
+            raise InputError("half_widths needs one ellipsoid: semi_axes (k,) and half_widths (d,) "
+                             "with k <= d")
         if not np.isclose(np.sum(h ** 2), np.sum(a ** 2), rtol=1e-6):  # trace of M, two ways
             raise InputError("half_widths do not belong to semi_axes (sum of squares differ)")
         a = np.concatenate([a, np.zeros(h.size - a.size)])

@@ -12,7 +12,8 @@ in chunks. Non-uniform cells refine Corollary 4.6: replacing :math:`\\ln|V|` by
 
 .. math:: H = -\\frac{1}{|V'|}\\sum_{v \\in V'} \\ln p_v \\ \\ge\\ \\ln|V'| \\qquad (V' = \\{v : p_v > 0\\})
 
-gives the slope :math:`C_{\\text{cells}} = d\\ln(1 + 2r/\\varepsilon)/H` (:func:`accessibility.bounds.cell_entropy`).
+gives the slope :math:`C_{\\text{cells}} = d\\ln(1 + 2r/\\varepsilon)/H`
+(:func:`accessibility.bounds.cell_entropy`).
 With N samples the smallest nonzero share is 1/N and unseen tokens drop out of V', which biases H
 down: every estimate reports the zero-count fraction, :math:`\\ln N` (H of a single sample can never
 exceed it) and H at N/2, N/4, ... to show the trend.
@@ -90,7 +91,8 @@ class Region:
 
     @classmethod
     def box(cls, lows, highs) -> Region:
-        """Uniform in the box [lows, highs] (per-coordinate, e.g. measured by :mod:`accessibility.geometry`)."""
+        """Uniform in the box [lows, highs] (per coordinate, e.g. measured by
+        :mod:`accessibility.geometry`)."""
         lows, highs = torch.as_tensor(lows, dtype=torch.float32), torch.as_tensor(highs, dtype=torch.float32)
         if lows.shape != highs.shape or lows.ndim != 1 or (lows > highs).any():
             raise InputError("box needs lows <= highs, two vectors of length d_model")
@@ -139,7 +141,11 @@ def assign_cells(x: torch.Tensor, W_U: torch.Tensor, bias: torch.Tensor | None =
     >>> assign_cells(x, W, assign="argmax").item(), assign_cells(x, W, assign="voronoi").item()
     (1, 0)
     """
-    W, offset = cell_scores(W_U, bias, assign)
+    return _cell_of(x, *cell_scores(W_U, bias, assign))
+
+
+def _cell_of(x: torch.Tensor, W: torch.Tensor, offset: torch.Tensor | None) -> torch.Tensor:
+    """argmax_v (x @ W.T + offset)_v for each row of x (the scores of :func:`cell_scores`)."""
     scores = x @ W.T  # (n, V)
     return (scores if offset is None else scores + offset).argmax(1)
 
@@ -282,7 +288,8 @@ class ConvolutionEstimate:
     medians: np.ndarray
 
 
-def convolution_entropy(shares, *, max_fold: int = CONV_MAX_FOLD, bin_width: float = CONV_BIN) -> ConvolutionEstimate:
+def convolution_entropy(shares, *, max_fold: int = CONV_MAX_FOLD,
+                        bin_width: float = CONV_BIN) -> ConvolutionEstimate:
     """The published pipeline's H: fit the median of the k-fold log-convolution linearly in k.
 
     For a sequence of k tokens drawn uniformly from V', :math:`\\ln P = \\sum_{i\\le k} \\ln p_{v_i}` has
@@ -334,21 +341,28 @@ class Partition2D:
 
 
 def principal_plane(h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, float]:
-    """Mean, two leading principal axes (shape (2, d)) and the largest |projection| of the samples h."""
+    """Mean, two leading principal axes (shape (2, d)) and the largest |projection| of the samples h.
+
+    The axes are those of :func:`accessibility.geometry.ellipsoid_axes` (one SVD of the centred samples).
+    """
+    from accessibility.geometry import ellipsoid_axes
+
     h = h.double()
     center = h.mean(0)
-    _, _, Vt = torch.linalg.svd(h - center, full_matrices=False)
-    axes = Vt[:2]
+    axes = torch.from_numpy(ellipsoid_axes(h)[0][:2])
     extent = float(((h - center) @ axes.T).abs().max())
     return center.float(), axes.float(), extent
 
 
 def partition_2d(W_U: torch.Tensor, center: torch.Tensor, axes: torch.Tensor, extent: float, *,
-                 bias: torch.Tensor | None = None, assign: str = "argmax", resolution: int = 200) -> Partition2D:
-    """Token of every point of a ``resolution``² grid on the plane center + a·axes[0] + b·axes[1], |a|,|b| <= extent."""
+                 bias: torch.Tensor | None = None, assign: str = "argmax",
+                 resolution: int = 200) -> Partition2D:
+    """Token of every point of a ``resolution``² grid on the plane center + a·axes[0] + b·axes[1],
+    |a|, |b| <= extent."""
     grid = torch.linspace(-extent, extent, resolution)
     B, A = torch.meshgrid(grid, grid, indexing="ij")
     x = center + A.reshape(-1, 1) * axes[0] + B.reshape(-1, 1) * axes[1]  # (res², d)
-    tokens = torch.cat([assign_cells(chunk, W_U, bias, assign) for chunk in x.split(DEFAULT_BATCH)])
+    W, offset = cell_scores(W_U, bias, assign)                             # once, not per chunk
+    tokens = torch.cat([_cell_of(chunk, W, offset) for chunk in x.split(DEFAULT_BATCH)])
     return Partition2D(tokens=tokens.reshape(resolution, resolution).numpy(), a=grid.numpy(), b=grid.numpy(),
                        assign=assign)

@@ -96,6 +96,6 @@ def finite_tensor(name: str, x):
     bad = ~np.isfinite(x) if isinstance(x, np.ndarray) else ~x.isfinite()
     count = int(bad.sum())
     if count:
-        raise InputError(f"{name} has {count} non-finite entries of {x.numel() if hasattr(x, 'numel') else x.size}"
-                         " (overflow? try float32)")
+        total = x.numel() if hasattr(x, "numel") else x.size
+        raise InputError(f"{name} has {count} non-finite entries of {total} (overflow? try float32)")
     return x

@@ -81,7 +81,8 @@ class CopyModelConfig:
         if self.arch != "lstm" and self.d_model % self.n_heads:
             raise InputError(f"d_model must be a multiple of n_heads={self.n_heads}, got {self.d_model}")
         if self.pretrained is not None and self.arch != "rope":
-            raise InputError(f"pretrained models are fine-tuned as they are (arch 'rope'); got arch {self.arch!r}")
+            raise InputError(f"pretrained models are fine-tuned as they are (arch 'rope'); "
+                             f"got arch {self.arch!r}")
 
     @classmethod
     def quick(cls, arch: str = "rope") -> CopyModelConfig:
@@ -137,14 +138,22 @@ class CopyModel(nn.Module):
         super().__init__()
         self.config = config
         self.net = net
+        self._alibi: torch.Tensor | None = None  # the ALiBi mask of the longest input so far
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         if self.config.arch == "lstm":
             return self.net(ids)
         if self.config.arch == "alibi":
-            mask = alibi_bias(self.config.n_heads, ids.shape[1], device=ids.device)
-            return self.net(ids, attention_mask=mask).logits
+            return self.net(ids, attention_mask=self.alibi_mask(ids.shape[1], ids.device)).logits
         return self.net(ids).logits
+
+    def alibi_mask(self, T: int, device) -> torch.Tensor:
+        """:func:`alibi_bias` for T positions, cut from a cached mask: -m_h (i - j) depends on i - j
+        only, so the mask of T positions is the top-left block of any longer one."""
+        cached = self._alibi
+        if cached is None or cached.shape[-1] < T or cached.device != torch.device(device):
+            cached = self._alibi = alibi_bias(self.config.n_heads, T, device=device)
+        return cached[..., :T, :T]
 
 
 class LSTMLanguageModel(nn.Module):

@@ -96,7 +96,8 @@ def packed_batch(rows: int, row_tokens: int, lengths: tuple[int, int], generator
     """
     low, high = lengths
     if row_tokens < 2 * high + 3:
-        raise InputError(f"row_tokens must hold one example of length {high} ({2 * high + 3}); got {row_tokens}")
+        raise InputError(f"row_tokens must hold one example of length {high} ({2 * high + 3}); "
+                         f"got {row_tokens}")
     ids = torch.full((rows, row_tokens), PAD_ID)
     targets = torch.full((rows, row_tokens), IGNORE)
     for r in range(rows):

@@ -25,8 +25,9 @@ import torch.nn.functional as F
 
 from accessibility.checks import InputError, at_least, in_range, positive
 from accessibility.copy_models import CopyModel, CopyModelConfig, build_model
-from accessibility.models import torch_threads
 from accessibility.copy_task import BOS_ID, IGNORE, SEP_ID, TASK_VERSION, Batch, eval_batch, packed_batch
+from accessibility.models import torch_threads
+from accessibility.results import torch_generator
 
 #: Keys of the independent random streams (with the seed, and for evaluation the length): training
 #: data, the held-out stopping batch, each evaluation length (adding a length changes no other).
@@ -187,12 +188,6 @@ class TrainLog:
     checks: list[tuple[int, float]]  # (step, held-out exact-match accuracy at the maximum length)
 
 
-def stream(seed: int, *keys: int) -> torch.Generator:
-    """An independent torch generator for ``(seed, *keys)`` (numpy's SeedSequence mixes them)."""
-    state = np.random.SeedSequence([seed, *keys]).generate_state(1, np.uint64)[0]
-    return torch.Generator().manual_seed(int(state))
-
-
 def train(config: CopyConfig, *, device: str | torch.device = "cpu", progress: bool = False,
           model: CopyModel | None = None) -> tuple[CopyModel, TrainLog]:
     """Train a copy model (a fresh one from ``config.model`` unless given) until it copies every one
@@ -204,8 +199,9 @@ def train(config: CopyConfig, *, device: str | torch.device = "cpu", progress: b
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, betas=config.betas,
                                   weight_decay=config.weight_decay)
-    data = stream(config.seed, TRAIN_STREAM)
-    held_out = eval_batch(config.train_lengths[1], config.stop_strings, stream(config.seed, STOP_STREAM))
+    data = torch_generator(config.seed, TRAIN_STREAM)
+    held_out = eval_batch(config.train_lengths[1], config.stop_strings,
+                          torch_generator(config.seed, STOP_STREAM))
     held_out = held_out.to(device)
     losses, checks, start, cpu_start = [], [], time.perf_counter(), time.process_time()
     bar = tqdm(range(config.max_steps), disable=not progress, desc=f"copy {config.model.arch}")
@@ -287,12 +283,13 @@ def evaluate(model: CopyModel, lengths, n_strings: int, *, seed: int = 0, alpha:
     model.eval()
     right = []
     for length in lengths:
-        batch = eval_batch(int(length), n_strings, stream(seed, EVAL_STREAM, int(length)))
+        batch = eval_batch(int(length), n_strings, torch_generator(seed, EVAL_STREAM, int(length)))
         right.append(teacher_forced(model, batch.to(device)).cpu())
     correct = np.array([int(r.all(1).sum()) for r in right])
     lo, hi = clopper_pearson(correct, n_strings, alpha)
     return CopyEval(lengths=lengths, n_strings=n_strings, correct=correct, accuracy=correct / n_strings,
-                    ci_low=lo, ci_high=hi, char_accuracy=np.array([r[:, :-1].float().mean().item() for r in right]),
+                    ci_low=lo, ci_high=hi,
+                    char_accuracy=np.array([r[:, :-1].float().mean().item() for r in right]),
                     position_accuracy=[r.float().mean(0).numpy() for r in right])
 
 
@@ -351,11 +348,13 @@ class CopyRun:
         return {
             "arch": self.config.model.arch, "train_lengths": list(self.config.train_lengths),
             "accuracy": dict(zip(e.lengths.tolist(), e.accuracy.tolist())),
-            "accuracy_ci": {int(n): [lo, hi] for n, lo, hi in zip(e.lengths, e.ci_low.tolist(), e.ci_high.tolist())},
+            "accuracy_ci": {int(n): [lo, hi]
+                            for n, lo, hi in zip(e.lengths, e.ci_low.tolist(), e.ci_high.tolist())},
             "char_accuracy": dict(zip(e.lengths.tolist(), e.char_accuracy.tolist())),
             "n_strings": e.n_strings, "copy_n50": self.n50.n50, "copy_n50_ci": [self.n50.low, self.n50.high],
             "train_seconds": self.log.train_seconds, "cpu_seconds": self.log.cpu_seconds,
-            "steps": self.log.steps, "converged": self.log.converged, "cached": self.cached, "folder": str(self.folder),
+            "steps": self.log.steps, "converged": self.log.converged, "cached": self.cached,
+            "folder": str(self.folder),
         }
 
 
@@ -376,7 +375,8 @@ def _run_copy(config, out, device, progress, retrain) -> CopyRun:
     from accessibility import cache_dir
     from accessibility.results import config_hash, read_json, run_folder, write_json
 
-    folder = run_folder(Path(out) if out is not None else cache_dir() / "copying", "copy", config.training_part())
+    out = Path(out) if out is not None else cache_dir() / "copying"
+    folder = run_folder(out, "copy", config.training_part())
     weights, train_json = folder / "model.pt", folder / "train.json"
     cached = weights.exists() and train_json.exists() and not retrain
     if cached:
@@ -402,7 +402,7 @@ def _run_copy(config, out, device, progress, retrain) -> CopyRun:
 
 @dataclass
 class CopyRecord:
-    """A saved run without its weights: what a chapter reads (see :func:`save_record`). It has the
+    """A saved run without its weights: what a chapter reads (see :func:`load_record`). It has the
     ``config``, ``log``, ``eval`` and ``n50`` of a :class:`CopyRun`."""
 
     config: CopyConfig
@@ -412,30 +412,21 @@ class CopyRecord:
     command: str
 
 
-def save_record(run: CopyRun, path: str | Path, command: str | None = None) -> Path:
-    """Write a run's config, summary and full evaluation to one small JSON file, with the command
-    that wrote it (default :func:`accessibility.results.command_line`) and the command and versions
-    that trained the model."""
-    from accessibility.results import command_line, read_json, write_json
-
-    trained = read_json(run.folder / "config.json")
-    return write_json(path, {
-        "config": run.config,
-        "command": command or command_line(),
-        "trained_by": trained["command"], "versions": trained["versions"],
-        "summary": {k: v for k, v in run.summary().items() if k != "folder"},
-        "log": replace(run.log, losses=[float(f"{x:.4g}") for x in run.log.losses]),  # 4 digits: a small file
-        "eval": run.eval,
-    })
+def saved_summary(run: CopyRun) -> dict:
+    """What ``accessibility copy`` saves as the run's summary besides its printed record: the training
+    log (losses to 4 digits, a small file) and the full evaluation."""
+    return {"log": replace(run.log, losses=[float(f"{x:.4g}") for x in run.log.losses]), "eval": run.eval}
 
 
-def load_record(path: str | Path) -> CopyRecord:
-    """Read a file written by :func:`save_record` (``accessibility copy --save``)."""
-    from accessibility.results import read_json
+def load_record(folder_or_name: str | Path) -> CopyRecord:
+    """Read a run saved by ``accessibility copy --save DIR``, or a shipped one by name (``copy-rope``;
+    :func:`accessibility.results.load_run`)."""
+    from accessibility.results import load_run
 
-    d = read_json(path)
-    result = CopyEval.from_json(d["eval"])
-    return CopyRecord(CopyConfig.from_dict(d["config"]), TrainLog(**d["log"]), result, copy_n50(result), d["command"])
+    run = load_run(folder_or_name)
+    result = CopyEval.from_json(run.summary["eval"])
+    return CopyRecord(CopyConfig.from_dict(run.config["config"]), TrainLog(**run.summary["log"]), result,
+                      copy_n50(result), run.command)
 
 
 def with_arch(config: CopyConfig, arch: str) -> CopyConfig:

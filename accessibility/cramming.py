@@ -29,7 +29,8 @@ import torch.nn.functional as F
 from tqdm import tqdm  # not tqdm.auto: in a notebook without ipywidgets it warns on import
 
 from accessibility.checks import InputError, at_least, in_range, one_of, positive
-from accessibility.targets import INIT_STREAM, torch_generator
+from accessibility.results import torch_generator
+from accessibility.targets import INIT_STREAM
 
 #: Autocast dtypes for the optimisation (certification runs without autocast). No fp16: it needs a
 #: gradient scaler, which the published pipeline omitted.
@@ -98,7 +99,7 @@ class CramConfig:
             raise InputError(f"prefix must be 'auto', 'none' or a token id >= 0; got {self.prefix!r}")
 
     @classmethod
-    def paper(cls, **changes) -> "CramConfig":
+    def paper(cls, **changes) -> CramConfig:
         """The published optimiser: AdamW lr 1e-2, betas (0.9, 0.9), wd 0.01, 3000 steps, patience 500.
 
         Published quirks not copied: fp16 autocast without a gradient scaler (we use fp32 or bf16) and
@@ -107,12 +108,12 @@ class CramConfig:
         return replace(cls(), **changes)
 
     @classmethod
-    def quick(cls, **changes) -> "CramConfig":
+    def quick(cls, **changes) -> CramConfig:
         """What converges in minutes on CPU: lr 0.1, at most 300 steps, patience 100."""
         return replace(cls(lr=0.1, max_steps=300, patience=100, n_start=4, growth=1.25, n_max=128), **changes)
 
     @classmethod
-    def preset(cls, name: str, **changes) -> "CramConfig":
+    def preset(cls, name: str, **changes) -> CramConfig:
         one_of("preset", name, ("paper", "quick"))
         return getattr(cls, name)(**changes)
 
@@ -192,7 +193,8 @@ def build_inputs(lm, mem, tokens, prefix: int | None) -> torch.Tensor:
     return torch.cat(parts, dim=1)
 
 
-def teacher_forced(lm, mem, targets, lengths, prefix, given: int, dtype: str = "float32", pad_to: int | None = None):
+def teacher_forced(lm, mem, targets, lengths, prefix, given: int, dtype: str = "float32",
+                   pad_to: int | None = None):
     """Per-row loss, correct count and longest correct prefix of one teacher-forced pass.
 
     ``mem`` (rows, m, d); ``targets`` (rows, >= pad_to); ``lengths`` (rows,) tokens per row. Rows
@@ -238,8 +240,9 @@ def certify(lm, mem, target, capacity: int, prefix, given: int) -> dict:
     inputs = build_inputs(lm, mem[None], lead, prefix)
     gen = GenerationConfig(do_sample=False, max_new_tokens=want, min_new_tokens=0, eos_token_id=None,
                            pad_token_id=0, bos_token_id=None)
-    out = lm.model.generate(inputs_embeds=inputs, attention_mask=torch.ones(inputs.shape[:2], dtype=torch.long,
-                            device=inputs.device), generation_config=gen)[0, -want:].tolist()
+    mask = torch.ones(inputs.shape[:2], dtype=torch.long, device=inputs.device)
+    out = lm.model.generate(inputs_embeds=inputs, attention_mask=mask, generation_config=gen)
+    out = out[0, -want:].tolist()
     expect = target[given:capacity].tolist()
     matched = next((i for i, (a, b) in enumerate(zip(out, expect)) if a != b), len(out))
     return {"generated": out, "matched": matched, "ok": matched == want}
@@ -249,9 +252,10 @@ class _Slots:
     """Optimisation state of the targets in the batch, one row per slot."""
 
     def __init__(self, size: int, m: int, d: int, n_max: int, device, dtype):
-        z = lambda *s, dt=dtype: torch.zeros(*s, dtype=dt, device=device)  # noqa: E731
+        z = lambda *s, dt=dtype: torch.zeros(*s, dtype=dt, device=device)
         self.mem, self.exp_avg, self.exp_avg_sq, self.best_mem = (z(size, m, d) for _ in range(4))
-        self.targets = torch.zeros(size, int(padded_length(torch.tensor(n_max))), dtype=torch.long, device=device)
+        width = int(padded_length(torch.tensor(n_max)))
+        self.targets = torch.zeros(size, width, dtype=torch.long, device=device)
         self.step, self.length, self.best, self.best_step, self.stage_best, self.since = (
             z(size, dt=torch.long) for _ in range(6))
         self.owner: list[int | None] = [None] * size   # position in the caller's target list
@@ -325,8 +329,8 @@ def _step(lm, slots: _Slots, config: CramConfig, prefix, given: int) -> list[int
     bucket = padded_length(length)
     for pad in bucket.unique().tolist():
         rows = (bucket == pad).nonzero()[:, 0]
-        loss, correct[rows], plen[rows] = teacher_forced(lm, mem[rows], slots.targets[act[rows]], length[rows],
-                                                         prefix, given, config.dtype, pad_to=pad)
+        loss, correct[rows], plen[rows] = teacher_forced(
+            lm, mem[rows], slots.targets[act[rows]], length[rows], prefix, given, config.dtype, pad_to=pad)
         loss.sum().backward()        # rows are independent: each row's gradient is its own loss's
     with torch.no_grad():
         better = plen > slots.best[act]
@@ -376,7 +380,8 @@ def accessibility_points(lm, targets: torch.Tensor, m: int, ns: Sequence[int], c
     out = []
     for n in ns:
         fixed = replace(config, n_start=int(n), n_max=int(n), growth=1.0)
-        out.append(accessibility_curve([r.capacity for r in cram(lm, targets[:, :n], m, fixed, **kwargs)], [n])[0])
+        capacities = [r.capacity for r in cram(lm, targets[:, :n], m, fixed, **kwargs)]
+        out.append(accessibility_curve(capacities, [n])[0])
     return np.array(out)
 
 

@@ -2,9 +2,9 @@
 
 Each function returns a SymPy expression built from symbols with assumptions (``positive=True``,
 ``integer=True``), derived step by step rather than typed in: the packing lemma from a ratio of ball
-volumes, Theorem 4.5 as an m-fold product, Corollary 4.6 by solving :math:`|V|^n \\le (1+2r/\\varepsilon)^{dm}`
-for n, Corollary 4.10 from the size of a cover of the probability measures, the ellipsoid's
-L∞ count by Cavalieri's principle. ``sympy.latex`` renders
+volumes, Theorem 4.5 as an m-fold product, Corollary 4.6 by solving
+:math:`|V|^n \\le (1+2r/\\varepsilon)^{dm}` for n, Corollary 4.10 from the size of a cover of the
+probability measures, the ellipsoid's L∞ count by Cavalieri's principle. ``sympy.latex`` renders
 each for the book; ``tests/test_derivations.py`` lambdifies them and compares with the fast numeric
 versions in :mod:`accessibility.bounds` (one truth, two paths).
 
@@ -80,7 +80,8 @@ def corollary_4_6_slope():
 
 
 def corollary_4_6_fraction():
-    """Accessible fraction of V^n, before capping at 1: :math:`(1+2r/\\varepsilon)^{dm}/|V|^n = |V|^{-(n - Cm)}`.
+    """Accessible fraction of V^n, before capping at 1:
+    :math:`(1+2r/\\varepsilon)^{dm}/|V|^n = |V|^{-(n - Cm)}`.
 
     >>> sympy.simplify(sympy.expand_log(sympy.log(corollary_4_6_fraction()), force=True)
     ...                - (corollary_4_6_slope() * m - n) * sympy.log(V))
@@ -98,7 +99,8 @@ def corollary_4_6_log10_fraction():
 def corollary_4_6_threshold():
     """Length past which the fraction is below δ: :math:`n(\\delta) = Cm + \\ln(1/\\delta)/\\ln|V|`.
 
-    >>> sympy.simplify(corollary_4_6_threshold() - corollary_4_6_slope() * m + sympy.log(delta) / sympy.log(V))
+    >>> sympy.simplify(corollary_4_6_threshold() - corollary_4_6_slope() * m
+    ...                + sympy.log(delta) / sympy.log(V))
     0
     """
     (solution,) = sympy.solve(sympy.Eq(sympy.log(corollary_4_6_fraction()), sympy.log(delta)), n)
@@ -132,7 +134,8 @@ def corollary_4_10_log_packing():
 
     Cover: atoms moved to an ε/4-net (K points, W1 < ε/4), weights rounded to multiples of 1/q with
     q = ⌈K/ε_w⌉, ε_w = ε/(4r) (W1 <= r·ℓ1 < ε/4). The cover has :math:`\\binom{q+K-1}{K-1}` points and
-    :math:`\\ln\\binom{q+K-1}{K-1} \\le (K-1)(1 + \\ln\\frac{q+K-1}{K-1}) \\le K(1 + \\ln(1 + 1/\\varepsilon_w)) + 1`.
+    :math:`\\ln\\binom{q+K-1}{K-1} \\le (K-1)(1 + \\ln\\frac{q+K-1}{K-1})
+    \\le K(1 + \\ln(1 + 1/\\varepsilon_w)) + 1`.
     """
     inverse_weight_resolution = 4 * r / eps  # 1/ε_w
     return corollary_4_10_net_size() * (1 + sympy.log(1 + inverse_weight_resolution)) + 1
@@ -157,7 +160,8 @@ def cone_fraction(dim: int):
     1/2 - cos(varphi)/2
     """
     integrand = sympy.sin(_t) ** (dim - 2)
-    return sympy.simplify(sympy.integrate(integrand, (_t, 0, phi)) / sympy.integrate(integrand, (_t, 0, sympy.pi)))
+    whole = sympy.integrate(integrand, (_t, 0, sympy.pi))
+    return sympy.simplify(sympy.integrate(integrand, (_t, 0, phi)) / whole)
 
 
 def unit_ball_volume(dim):
@@ -184,12 +188,14 @@ def _with_segments(semi_axes, segments):
 
 
 def ellipsoid_cube_count(dim: int):
-    """:math:`\\mathrm{vol}(E + [-\\varepsilon/2, \\varepsilon/2]^d)/\\varepsilon^d` for an axis-aligned ellipsoid E.
+    """:math:`\\mathrm{vol}(E + [-\\varepsilon/2, \\varepsilon/2]^d)/\\varepsilon^d` for an axis-aligned
+    ellipsoid E.
 
     The L∞ packing count of the ellipsoid (:func:`accessibility.bounds.log_ellipsoid_count`), derived by
     adding the cube one segment at a time; semi-axes ``a_1 .. a_dim``. Equals
-    :math:`\\sum_T \\omega_{|T|} \\prod_{i \\in T} a_i/\\varepsilon`; in one dimension it is the packing lemma,
-    and with :math:`\\omega_k` replaced by its bounding cube's volume :math:`2^k` it is the box count.
+    :math:`\\sum_T \\omega_{|T|} \\prod_{i \\in T} a_i/\\varepsilon`; in one dimension it is the
+    packing lemma, and with :math:`\\omega_k` replaced by its bounding cube's volume :math:`2^k` it is
+    the box count.
 
     >>> ellipsoid_cube_count(1)
     2*a_1/varepsilon + 1

@@ -35,7 +35,8 @@ import numpy as np
 import torch
 
 from accessibility import bounds
-from accessibility.checks import InputError, at_least, finite_tensor
+from accessibility.checks import InputError, at_least, finite_tensor, positive
+from accessibility.precision import EXACT
 
 #: Default prompt lengths ℓ of the command line: ``--samples 256`` on SmolLM2-135M takes about a
 #: minute on two CPU cores.
@@ -162,10 +163,10 @@ def sample_hidden(loaded, length: int, samples: int, *, generator: torch.Generat
 
 @dataclass(frozen=True)
 class Cosines:
-    """Mean and minimum cosine over the n(n-1)/2 pairs of distinct samples."""
+    """Mean and minimum cosine over the n(n-1)/2 pairs of distinct samples (None: not computed)."""
 
-    mean: float
-    min: float
+    mean: float | None
+    min: float | None
 
 
 def pairwise_cosines(h: torch.Tensor, chunk: int = COSINE_CHUNK) -> Cosines:
@@ -198,7 +199,8 @@ def pairwise_cosines(h: torch.Tensor, chunk: int = COSINE_CHUNK) -> Cosines:
 def enclosing_cone_angle(h: torch.Tensor) -> float:
     """Half-angle (radians) of the cone around the mean direction that holds every row of h.
 
-    .. math:: \\varphi = \\max_j \\arccos\\big(u_j \\cdot c\\big),\\qquad c = \\frac{\\sum_j u_j}{\\|\\sum_j u_j\\|}
+    .. math:: \\varphi = \\max_j \\arccos\\big(u_j \\cdot c\\big),\\qquad
+              c = \\frac{\\sum_j u_j}{\\|\\sum_j u_j\\|}
 
     A true containment (unlike arccos(min cos)/2, which is a lower bound for any enclosing cone).
     """
@@ -229,7 +231,8 @@ class SupportStats:
 
     Radii are maxima of norms over the samples; ``cone_angle`` is the enclosing half-angle around the
     mean direction; ``published_cone_angle`` = arccos(min_cos)/2; ``ellipsoid_rank`` < d_model means
-    the ellipsoid is flat (too few samples).
+    the ellipsoid is flat (too few samples). ``mean_cos`` and ``min_cos`` are None when the pairwise
+    cosines were not computed (``support_stats(..., cosines=False)``).
     """
 
     length: int | None
@@ -238,8 +241,8 @@ class SupportStats:
     r_inf: float
     r_2: float
     r_1: float
-    mean_cos: float
-    min_cos: float
+    mean_cos: float | None
+    min_cos: float | None
     cone_angle: float
     lows: np.ndarray = field(repr=False)
     highs: np.ndarray = field(repr=False)
@@ -253,8 +256,8 @@ class SupportStats:
         return self.highs - self.lows
 
     @property
-    def published_cone_angle(self) -> float:
-        return float(bounds.cone_half_angle(self.min_cos))
+    def published_cone_angle(self) -> float | None:
+        return None if self.min_cos is None else float(bounds.cone_half_angle(self.min_cos))
 
     def summary(self) -> dict:
         """Scalar statistics (for tables and JSON)."""
@@ -266,8 +269,12 @@ class SupportStats:
                 "ellipsoid_rank": self.ellipsoid_rank}
 
 
-def support_stats(h: torch.Tensor, length: int | None = None, chunk: int = COSINE_CHUNK) -> SupportStats:
+def support_stats(h: torch.Tensor, length: int | None = None, chunk: int = COSINE_CHUNK, *,
+                  cosines: bool = True) -> SupportStats:
     """Every statistic of :class:`SupportStats` for the samples h, shape (samples, d_model).
+
+    ``cosines=False`` skips the pairwise cosines, O(n²·d) (mean_cos and min_cos are then None); every
+    other statistic is O(n·d) or one SVD.
 
     >>> s = support_stats(torch.tensor([[3.0, -4.0], [1.0, 1.0], [0.0, 2.0]]))
     >>> s.r_inf, s.r_2, s.r_1, s.widths.tolist()
@@ -276,7 +283,7 @@ def support_stats(h: torch.Tensor, length: int | None = None, chunk: int = COSIN
     finite_tensor("hidden states", h)
     h = h.float()
     axes, semi, rank = ellipsoid_axes(h)
-    cos = pairwise_cosines(h, chunk)
+    cos = pairwise_cosines(h, chunk) if cosines else Cosines(mean=None, min=None)
     return SupportStats(
         length=length, samples=h.shape[0], d_model=h.shape[1],
         r_inf=float(h.abs().max()), r_2=float(h.norm(dim=1).max()), r_1=float(h.abs().sum(1).max()),
@@ -306,20 +313,23 @@ class GeometryResult:
         return pd.DataFrame(rows).set_index("length")
 
 
-def measure_geometry(loaded, config: GeometryConfig | None = None, *, progress: bool = False) -> GeometryResult:
+def measure_geometry(loaded, config: GeometryConfig | None = None, *, progress: bool = False,
+                     cosines: bool = True) -> GeometryResult:
     """Sample final hidden states at every length of ``config`` and measure their support.
 
     Lengths beyond the context window raise :class:`InputError` (use :func:`fits_context` first).
-    The random prompts come from ``torch.Generator().manual_seed(config.seed)``.
+    The random prompts come from ``torch.Generator().manual_seed(config.seed)``. ``cosines=False``
+    skips the pairwise cosines (see :func:`support_stats`).
     """
     config = config or GeometryConfig()
     generator = torch.Generator().manual_seed(config.seed)
     hidden = {}
     for i, ell in enumerate(config.lengths):
-        hidden[ell] = sample_hidden(loaded, ell, config.samples, generator=generator, batch_size=config.batch_size,
-                                    add_bos=config.add_bos, verify=i == 0, progress=progress)
-    per_length = [support_stats(h, ell) for ell, h in hidden.items()]
-    pooled = support_stats(torch.cat(list(hidden.values())))
+        hidden[ell] = sample_hidden(loaded, ell, config.samples, generator=generator,
+                                    batch_size=config.batch_size, add_bos=config.add_bos, verify=i == 0,
+                                    progress=progress)
+    per_length = [support_stats(h, ell, cosines=cosines) for ell, h in hidden.items()]
+    pooled = support_stats(torch.cat(list(hidden.values())), cosines=cosines)
     return GeometryResult(model=loaded.info.name, d_model=loaded.info.d_model,
                           vocab_size=loaded.info.vocab_size, config=config, per_length=per_length,
                           pooled=pooled, hidden=hidden)
@@ -331,7 +341,8 @@ class RefinedSlopes:
 
     Every numerator counts points pairwise at least ε apart in L∞ (ε the step per coordinate), so they
     compare term by term. ``ellipsoid`` is None when there are too few samples to see its shape
-    (samples <= d) or the precision is an exact float count (the ellipsoid bound is a volume argument).
+    (samples <= d) or the precision is an exact float count (the ellipsoid bound is a volume argument);
+    ``cone_published`` is None when the minimum cosine was not measured.
     """
 
     precision: str
@@ -340,7 +351,7 @@ class RefinedSlopes:
     ball: float
     box: float
     cone: float
-    cone_published: float
+    cone_published: float | None
     ellipsoid: float | None
 
 
@@ -348,26 +359,31 @@ def refined_slopes(stats: SupportStats, *, vocab_size: int, precision: str = "fp
                    entropy: float | None = None) -> RefinedSlopes:
     """Ball, box, cone and ellipsoid slopes from measured statistics, computed by :mod:`accessibility.bounds`.
 
-    .. math:: C_{\\text{support}} = \\frac{\\ln P_{\\text{support}}(r, \\varepsilon)}{\\ln|V|\\ \\text{or}\\ H}
+    .. math:: C_{\\text{support}}
+              = \\frac{\\ln P_{\\text{support}}(r, \\varepsilon)}{\\ln|V|\\ \\text{or}\\ H}
 
     r is the measured L∞ radius (it sets ε = r·u for a relative precision). The cone uses the
     enclosing half-angle around the mean direction; ``cone_published`` uses arccos(min cos)/2. The
     ellipsoid is the enclosing one of covariance shape (:func:`ellipsoid_axes`), counted with its
-    half-widths (:func:`accessibility.bounds.log_ellipsoid_count`). ``entropy`` (the decoder-cell H of :mod:`accessibility.cells`) replaces ln|V| when given.
+    half-widths (:func:`accessibility.bounds.log_ellipsoid_count`). ``entropy`` (the decoder-cell H of
+    :mod:`accessibility.cells`) replaces ln|V| when given.
     """
     kw = dict(r=stats.r_inf, precision=precision, eps=eps)
-    exact = precision.startswith("exact")
+    exact = precision in EXACT
     num = {
         "ball": bounds.log_ball_count(d_model=stats.d_model, **kw),
         "box": bounds.log_box_count(lows=stats.lows.astype(float), highs=stats.highs.astype(float), **kw),
         "cone": bounds.log_cone_count(d_model=stats.d_model, phi=stats.cone_angle, **kw),
-        "cone_published": bounds.log_cone_count(d_model=stats.d_model, min_cos=stats.min_cos, **kw),
+        "cone_published": (None if stats.min_cos is None
+                           else bounds.log_cone_count(d_model=stats.d_model, min_cos=stats.min_cos, **kw)),
         "ellipsoid": (None if exact or stats.samples <= stats.d_model
                       else bounds.log_ellipsoid_count(semi_axes=stats.semi_axes,
                                                       half_widths=stats.ellipsoid_half_widths, **kw)),
     }
-    denom = math.log(vocab_size) if entropy is None else float(entropy)
-    slopes = {k: (None if v is None else float(bounds.slope(v, **(
-        {"vocab_size": vocab_size} if entropy is None else {"entropy": entropy})))) for k, v in num.items()}
-    return RefinedSlopes(precision=precision, denominator=denom, numerators={k: (None if v is None else float(v))
-                         for k, v in num.items()}, **slopes)
+    num = {k: (None if v is None else float(v)) for k, v in num.items()}
+    if entropy is None:
+        denominator = math.log(at_least("vocab_size", vocab_size, 2, integer=True))
+    else:
+        denominator = float(positive("entropy", entropy))
+    slopes = {k: (None if v is None else v / denominator) for k, v in num.items()}
+    return RefinedSlopes(precision=precision, denominator=denominator, numerators=num, **slopes)

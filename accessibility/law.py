@@ -8,11 +8,14 @@ capacity at least n, and n_50 its median.
 from __future__ import annotations
 
 import math
+import warnings
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from accessibility.checks import at_least
+from accessibility.checks import InputError, at_least
 
 
 @dataclass(frozen=True)
@@ -83,16 +86,40 @@ def fit_line(m, n50s, intercept: bool = True) -> LineFit:
     return LineFit(float(coef[0]), float(coef[1]) if intercept else 0.0, float(r2), len(x))
 
 
-def bootstrap_slope(capacities_by_m: dict, *, intercept: bool = True, n_boot: int = 2000,
+def bootstrap_slope(capacities_by_m: Mapping, *, intercept: bool = True, n_boot: int = 2000,
                     confidence: float = 0.95, seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of the slope: resample the targets of each m, refit medians."""
-    gen = np.random.default_rng(seed)
-    ms = sorted(capacities_by_m)
-    caps = [np.asarray(capacities_by_m[m], float) for m in ms]
-    slopes = [fit_line(ms, [np.median(gen.choice(c, len(c))) for c in caps], intercept).slope
-              for _ in range(n_boot)]
+    """Percentile bootstrap interval of the slope of n_50 = a·m (+ b), resampling targets jointly.
+
+    Position i of every list in ``capacities_by_m`` is target i, the same target at every m (NaN where
+    a target was not run at some m). Each replicate draws one set of target positions, with
+    replacement, and uses it at every m: the medians of one replicate are correlated across m as
+    the data are, which resampling each m on its own would ignore (and so overstate the spread of
+    the slope when capacities are positively correlated across m).
+
+    >>> bootstrap_slope({1: [4, 9, 6], 2: [6, 11, 8], 4: [10, 15, 12]}, n_boot=200)  # shifts: slope 2
+    (2.0, 2.0)
+    """
+    ms = np.array(sorted(capacities_by_m), dtype=float)
+    table = _table(capacities_by_m)                                   # (n_m, K)
+    draws = np.random.default_rng(seed).integers(table.shape[1], size=(n_boot, table.shape[1]))
+    with warnings.catch_warnings():                                   # a replicate without a target at some m
+        warnings.simplefilter("ignore", RuntimeWarning)
+        medians = np.nanmedian(table[:, draws], axis=2)               # (n_m, n_boot)
+    medians = medians[:, np.isfinite(medians).all(0)]
+    x = ms[:, None] - ms.mean() if intercept else ms[:, None]
+    y = medians - medians.mean(0) if intercept else medians
+    slopes = (x * y).sum(0) / (x ** 2).sum()
     alpha = (1 - confidence) / 2
     return float(np.quantile(slopes, alpha)), float(np.quantile(slopes, 1 - alpha))
+
+
+def _table(capacities_by_m: Mapping) -> np.ndarray:
+    """Capacities as a (number of m, targets) float array, NaN-padded where an m has fewer targets."""
+    rows = [np.asarray(capacities_by_m[m], float) for m in sorted(capacities_by_m)]
+    out = np.full((len(rows), max(len(r) for r in rows)), np.nan)
+    for i, r in enumerate(rows):
+        out[i, :len(r)] = r
+    return out
 
 
 def logistic_n50(ns, accessibility) -> float:
@@ -100,29 +127,189 @@ def logistic_n50(ns, accessibility) -> float:
     from scipy.optimize import curve_fit
 
     ns, acc = np.asarray(ns, float), np.asarray(accessibility, float)
-    f = lambda n, mid, s: 1 / (1 + np.exp(np.clip((n - mid) / s, -50, 50)))  # noqa: E731
+    f = lambda n, mid, s: 1 / (1 + np.exp(np.clip((n - mid) / s, -50, 50)))
     (mid, _), _ = curve_fit(f, ns, acc, p0=[np.interp(0.5, acc[::-1], ns[::-1]), 1.0], maxfev=10000)
     return float(mid)
 
 
-def summarize(capacities_by_m: dict, *, d_model: int, vocab_size: int, confidence: float = 0.95,
-              n_boot: int = 2000, seed: int = 0) -> dict:
-    """n_50(m) with intervals, the linear law with and without intercept, and the Corollary 4.6
-    slope C = d ln(1 + 2r/ε) / ln|V| (fp16 relative precision, :func:`accessibility.bounds.slope_bound`)
-    with the ratio theory / experiment."""
-    from accessibility.bounds import slope_bound
+#: Stops after which a target was still improving (its search ran out of steps): its capacity is a
+#: lower bound. A capacity that reached the record's ``n_max`` is censored too, whatever its stop.
+LOWER_BOUND_STOPS = ("budget",)
 
-    ms = sorted(capacities_by_m)
-    med = {m: n50(capacities_by_m[m], confidence) for m in ms}
-    out = {"m": ms, "n50": {m: med[m].estimate for m in ms}, "n50_ci": {m: [med[m].low, med[m].high] for m in ms},
-           "n_targets": {m: med[m].n_targets for m in ms}, "confidence": confidence}
-    theory = float(slope_bound(d_model=d_model, vocab_size=vocab_size))
-    out.update(slope_theory=theory, slope=None, intercept=None, r2=None, slope_ci=None, ratio=None)
+
+@dataclass(frozen=True)
+class MPoint:
+    """n_50 at one m, with how the searches of its targets ended.
+
+    ``stops`` counts the records' ``stop`` values (whatever the engine writes: today ``full``,
+    ``patience``, ``budget``); ``n_censored`` counts capacities that reached ``n_max``;
+    ``lower_bound`` says that raising the censored and :data:`LOWER_BOUND_STOPS` capacities could move
+    the median, so n_50 is a lower bound.
+    """
+
+    m: int
+    n50: float
+    low: float
+    high: float
+    n_targets: int
+    stops: dict
+    n_censored: int
+    lower_bound: bool
+
+
+@dataclass(frozen=True)
+class SlopeFit:
+    """The line n_50 = slope·m + intercept (intercept 0 when not fitted), its R² (None when the
+    n_50 do not vary) on ``n_points`` values of m, and the joint-bootstrap interval of the slope."""
+
+    slope: float
+    intercept: float
+    r2: float | None
+    n_points: int
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class CramSummary:
+    """n_50(m) and the linear law of one set of targets, next to the Corollary 4.6 slope.
+
+    ``fit`` (with intercept) and ``fit_origin`` (through 0) are None with fewer than two values of m.
+    ``slope_theory`` is C = d ln(1 + 2r/ε) / ln|V| at ``precision`` (``"absolute"`` when ``eps`` was
+    given; ``r`` where the convention needs one). ``to_json``/``from_json`` round-trip exactly.
+    """
+
+    points: tuple[MPoint, ...]
+    fit: SlopeFit | None
+    fit_origin: SlopeFit | None
+    slope_theory: float
+    precision: str
+    eps: float | None
+    r: float | None
+    d_model: int
+    vocab_size: int
+    confidence: float
+    n_boot: int
+    seed: int
+
+    @property
+    def ms(self) -> list[int]:
+        return [p.m for p in self.points]
+
+    @property
+    def n50(self) -> dict[int, float]:
+        return {p.m: p.n50 for p in self.points}
+
+    @property
+    def ratio(self) -> float | None:
+        """Theory over experiment, C / slope (None without a positive fitted slope)."""
+        return self.slope_theory / self.fit.slope if self.fit is not None and self.fit.slope > 0 else None
+
+    @property
+    def lower_bound(self) -> bool:
+        """Whether any n_50 is only a lower bound (censored or budget-stopped targets)."""
+        return any(p.lower_bound for p in self.points)
+
+    def to_json(self) -> dict:
+        """A JSON-ready mapping: per-m entries keyed by str(m), the two fits flattened (the keys of
+        ``accessibility cram --json``); ±inf interval ends as null."""
+        per_m = lambda f: {str(p.m): f(p) for p in self.points}
+        out = {"m": self.ms, "n50": per_m(lambda p: p.n50), "n50_ci": per_m(lambda p: _ends(p.low, p.high)),
+               "n_targets": per_m(lambda p: p.n_targets), "stops": per_m(lambda p: dict(p.stops)),
+               "n_censored": per_m(lambda p: p.n_censored), "n50_lower_bound": per_m(lambda p: p.lower_bound)}
+        for key, fit in (("", self.fit), ("_origin", self.fit_origin)):
+            out.update({f"slope{key}": None, f"intercept{key}": None, f"r2{key}": None,
+                        f"slope{key}_ci": None, f"n_points{key}": None} if fit is None else
+                       {f"slope{key}": fit.slope, f"intercept{key}": fit.intercept, f"r2{key}": fit.r2,
+                        f"slope{key}_ci": [fit.low, fit.high], f"n_points{key}": fit.n_points})
+        out.update({k: getattr(self, k) for k in ("slope_theory", "precision", "eps", "r", "d_model",
+                                                   "vocab_size", "confidence", "n_boot", "seed")})
+        return out | {"ratio": self.ratio, "lower_bound": self.lower_bound}
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> CramSummary:
+        """Inverse of :meth:`to_json`; other keys (a command's extras, derived values) are ignored."""
+        points = tuple(MPoint(m=int(m), n50=d["n50"][str(m)], low=_end(d["n50_ci"][str(m)][0], -1),
+                              high=_end(d["n50_ci"][str(m)][1], 1), n_targets=d["n_targets"][str(m)],
+                              stops=dict(d["stops"][str(m)]), n_censored=d["n_censored"][str(m)],
+                              lower_bound=d["n50_lower_bound"][str(m)]) for m in d["m"])
+        fits = [None if d[f"slope{k}"] is None else
+                SlopeFit(d[f"slope{k}"], d[f"intercept{k}"], d[f"r2{k}"], d[f"n_points{k}"],
+                         *d[f"slope{k}_ci"])
+                for k in ("", "_origin")]
+        return cls(points, *fits, **{k: d[k] for k in ("slope_theory", "precision", "eps", "r", "d_model",
+                                                       "vocab_size", "confidence", "n_boot", "seed")})
+
+
+def _ends(low: float, high: float) -> list:
+    return [None if math.isinf(low) else low, None if math.isinf(high) else high]
+
+
+def _end(value, sign: int) -> float:
+    return sign * math.inf if value is None else value
+
+
+def summarize(data, *, d_model: int, vocab_size: int, precision: str | None = None,
+              eps: float | None = None, r: float | None = None, confidence: float = 0.95, n_boot: int = 2000,
+              seed: int = 0) -> CramSummary:
+    """n_50(m) with intervals and stops, the linear law with and without intercept (joint-bootstrap
+    slope intervals, :func:`bootstrap_slope`) and the Corollary 4.6 slope
+    C = d ln(1 + 2r/ε) / ln|V| (:func:`accessibility.bounds.slope_bound`) at the caller's precision.
+
+    ``data`` is either the records of one kind of target (mappings with ``m``, ``index``,
+    ``capacity`` and, when known, ``stop`` and ``n_max``: the lines of a cramming record log) or a
+    mapping {m: [capacity of target 0, 1, ...]} (no stops known). ``precision``/``eps``/``r`` follow
+    :mod:`accessibility.precision` (default fp16 relative, for which C does not depend on r).
+
+    >>> s = summarize({1: [5, 6, 7], 2: [10, 11, 12], 4: [20, 21, 22]}, d_model=64, vocab_size=16, n_boot=20)
+    >>> s.n50, round(s.fit.slope, 6), s.fit.n_points, s.precision
+    ({1: 6.0, 2: 11.0, 4: 21.0}, 5.0, 3, 'fp16')
+    """
+    from accessibility.bounds import slope_bound
+    from accessibility.precision import ABSOLUTE, DEFAULT_PRECISION
+
+    records = _as_records(data)
+    by_m: dict[int, dict[int, dict]] = {}
+    for rec in records:
+        by_m.setdefault(int(rec["m"]), {})[int(rec["index"])] = rec
+    ms = sorted(by_m)
+    at_least("number of values of m", len(ms), 1, integer=True)
+    targets = sorted({i for recs in by_m.values() for i in recs})
+    caps = {m: [by_m[m][i]["capacity"] if i in by_m[m] else math.nan for i in targets] for m in ms}
+    points = tuple(_point(m, list(by_m[m].values()), confidence) for m in ms)
+    fits = [None, None]
     if len(ms) >= 2:
-        fit, origin = (fit_line(ms, [med[m].estimate for m in ms], i) for i in (True, False))
-        out.update(slope=fit.slope, intercept=fit.intercept, r2=fit.r2, n_points=fit.n_points,
-                   slope_ci=bootstrap_slope(capacities_by_m, n_boot=n_boot, seed=seed),
-                   slope_origin=origin.slope, r2_origin=origin.r2,
-                   slope_origin_ci=bootstrap_slope(capacities_by_m, intercept=False, n_boot=n_boot, seed=seed),
-                   ratio=theory / fit.slope if fit.slope > 0 else None)
-    return out
+        fits = [_fit(ms, [p.n50 for p in points], caps, intercept, n_boot, confidence, seed)
+                for intercept in (True, False)]
+    theory = float(slope_bound(d_model=d_model, vocab_size=vocab_size, r=r, precision=precision, eps=eps))
+    name = ABSOLUTE if eps is not None else (precision or DEFAULT_PRECISION)
+    return CramSummary(points, *fits, slope_theory=theory, precision=name, eps=eps, r=r, d_model=int(d_model),
+                       vocab_size=int(vocab_size), confidence=confidence, n_boot=n_boot, seed=seed)
+
+
+def _as_records(data) -> list[Mapping]:
+    if isinstance(data, Mapping):
+        return [{"m": m, "index": i, "capacity": c} for m, caps in data.items() for i, c in enumerate(caps)]
+    records = list(data)
+    kinds = {r["kind"] for r in records if "kind" in r}
+    if len(kinds) > 1:
+        raise InputError(f"summarize one kind of target at a time; the records mix {sorted(kinds)}")
+    return records
+
+
+def _point(m: int, records: list[Mapping], confidence: float) -> MPoint:
+    caps = np.array([r["capacity"] for r in records], float)
+    med = n50(caps, confidence)
+    censored = np.array([r.get("n_max") is not None and r["capacity"] >= r["n_max"] for r in records], bool)
+    open_ended = censored | np.array([r.get("stop") in LOWER_BOUND_STOPS for r in records], bool)
+    raised = float(np.median(np.where(open_ended, np.inf, caps)))     # every open-ended target unbounded
+    stops = dict(sorted(Counter(r["stop"] for r in records if r.get("stop") is not None).items()))
+    return MPoint(m=m, n50=med.estimate, low=med.low, high=med.high, n_targets=med.n_targets, stops=stops,
+                  n_censored=int(censored.sum()), lower_bound=bool(raised != med.estimate))
+
+
+def _fit(ms, n50s, caps, intercept: bool, n_boot: int, confidence: float, seed: int) -> SlopeFit:
+    line = fit_line(ms, n50s, intercept)
+    low, high = bootstrap_slope(caps, intercept=intercept, n_boot=n_boot, confidence=confidence, seed=seed)
+    r2 = None if math.isnan(line.r2) else line.r2
+    return SlopeFit(line.slope, line.intercept, r2, line.n_points, low, high)

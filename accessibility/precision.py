@@ -100,7 +100,8 @@ def _positive_at_most(fmt: FloatFormat, x: np.ndarray) -> tuple[np.ndarray, np.n
     formula with e = e_min, so the count is :math:`(e - e_{\\min})\\,2^{p-1} + k` in both ranges.
     """
     p, half = fmt.precision_bits, 2.0 ** (fmt.precision_bits - 1)
-    _, exponent = np.frexp(x)  # x = mantissa * 2**exponent with mantissa in [0.5, 1): floor(log2 x) = exponent - 1
+    # x = mantissa * 2**exponent with mantissa in [0.5, 1): floor(log2 x) = exponent - 1
+    _, exponent = np.frexp(x)
     e = np.clip(np.where(x > 0, exponent - 1, fmt.min_exponent), fmt.min_exponent, fmt.max_exponent)
     units = np.minimum(np.floor(np.ldexp(x, -(e - p + 1))), 2.0 * half - 1)  # exact: power-of-two scaling
     exact = np.ldexp(units, e - p + 1) == x
@@ -168,7 +169,8 @@ def radius_over_eps(*, r=None, precision: str | None = None, eps=None):
     """
     precision = _check_precision(precision, eps)
     if precision in EXACT:
-        raise InputError(f"{precision} counts float values and has no ε; use a relative or absolute precision")
+        raise InputError(f"{precision} counts float values and has no ε; "
+                         "use a relative or absolute precision")
     if r is not None:
         r = positive("r", r)
     if precision in RELATIVE:
@@ -188,7 +190,8 @@ def resolve_eps(*, r=None, precision: str | None = None, eps=None):
     if precision == ABSOLUTE:
         return positive("eps", eps)
     if precision in EXACT:
-        raise InputError(f"{precision} counts float values and has no ε; use a relative or absolute precision")
+        raise InputError(f"{precision} counts float values and has no ε; "
+                         "use a relative or absolute precision")
     if r is None:
         raise InputError(f"precision={precision!r} sets ε = r·u and needs r (the support radius)")
     return positive("r", r) * FORMATS[precision].unit_roundoff
@@ -197,7 +200,8 @@ def resolve_eps(*, r=None, precision: str | None = None, eps=None):
 def log_levels(*, r=None, precision: str | None = None, eps=None):
     """Natural log of the number of distinguishable values of one coordinate in :math:`[-r, r]`.
 
-    .. math:: \\ln L = \\ln(1 + 2r/\\varepsilon)\\quad\\text{or}\\quad \\ln N_{\\text{fmt}}(r)\\ \\text{(exact)}
+    .. math:: \\ln L = \\ln(1 + 2r/\\varepsilon)\\quad\\text{or}\\quad
+              \\ln N_{\\text{fmt}}(r)\\ \\text{(exact)}
 
     This is the per-coordinate factor of the packing lemma / Theorem 4.5: a vector of width d has at
     most :math:`L^d` distinguishable values. Relative conventions give :math:`\\ln(1 + 2/u)`

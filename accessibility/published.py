@@ -12,17 +12,16 @@ is in ``published_columns.csv`` (:func:`column_provenance`).
 
 from __future__ import annotations
 
-from importlib.resources import files
+from functools import cache
 
 import numpy as np
 import pandas as pd
 
-from accessibility import bounds
+from accessibility import PUBLISHED_MODELS_FILE, bounds, data_file
 from accessibility.checks import InputError
 from accessibility.precision import EXACT
 
-_DATA = files("accessibility") / "data"
-MODELS_FILE = "published_models.csv"
+MODELS_FILE = PUBLISHED_MODELS_FILE
 COLUMNS_FILE = "published_columns.csv"
 #: Columns holding space-separated n_50 lists (m = 1, 2, ...), parsed to tuples of floats.
 LIST_COLUMNS = ("n50_pg19", "n50_random")
@@ -55,7 +54,13 @@ def load_table() -> pd.DataFrame:
     >>> round(float(t.loc["Pythia-1b", "table_minus_figure"]), 2)
     25.98
     """
-    with (_DATA / MODELS_FILE).open() as fh:
+    return _table().copy()
+
+
+@cache
+def _table() -> pd.DataFrame:
+    """The table, read from the CSV once per process (:func:`load_table` hands out copies)."""
+    with data_file(MODELS_FILE).open() as fh:
         table = pd.read_csv(fh).set_index("name")
     for column in LIST_COLUMNS:
         table[column] = table[column].map(_parse_list)
@@ -66,13 +71,13 @@ def load_table() -> pd.DataFrame:
 
 def column_provenance() -> pd.DataFrame:
     """Unit, description and source of every column of :func:`load_table`, indexed by column."""
-    with (_DATA / COLUMNS_FILE).open() as fh:
+    with data_file(COLUMNS_FILE).open() as fh:
         return pd.read_csv(fh).set_index("column")
 
 
 def model_names() -> tuple[str, ...]:
     """Names of the models in the table, in the paper's order."""
-    return tuple(load_table().index)
+    return tuple(_table().index)
 
 
 def lookup(name: str) -> pd.Series:
@@ -85,12 +90,12 @@ def lookup(name: str) -> pd.Series:
     ...
     accessibility.checks.InputError: unknown model 'gpt-2'; known: Pythia-160m, Pythia-410m, ...
     """
-    table = load_table()
+    table = _table()
     by_key = {n.lower(): n for n in table.index}
     key = str(name).strip().lower()
     if key not in by_key:
         raise InputError(f"unknown model {name!r}; known: {', '.join(table.index)}")
-    return table.loc[by_key[key]]
+    return table.loc[by_key[key]].copy()
 
 
 def theory_table(*, precision: str | None = None, table: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -108,7 +113,7 @@ def theory_table(*, precision: str | None = None, table: pd.DataFrame | None = N
     >>> round(float(theory_table().loc["Pythia-1.4b", "ratio_table"]), 2)
     6.02
     """
-    table = load_table() if table is None else table
+    table = _table() if table is None else table
     out = pd.DataFrame(index=table.index)
     out["d_model"], out["vocab_size"] = table["d_model"], table["vocab_size"]
     needs_r = precision in EXACT

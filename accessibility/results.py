@@ -1,13 +1,21 @@
-"""Results that survive interruption: config hashes, append-only record logs, run folders.
+"""Results that survive interruption and can be read back: seeded streams, config hashes, record
+logs and saved runs.
 
-A long run (a cramming sweep, a Monte-Carlo estimate, a training run) writes one JSON record per
-finished unit of work to a :class:`RecordLog` as soon as it is done. A killed run is resumed by
-skipping the keys already in the log, so nothing is lost and nothing is done twice. Each run lives in
-a folder named after the hash of the config that produced it, next to that config and the command.
+Each unit of work (a cramming target, an evaluation length) draws its randomness from its own stream
+``(seed, *keys)`` (:func:`rng`, :func:`torch_generator`), so its result does not depend on the order in
+which units run. A long run (a cramming sweep, a Monte-Carlo estimate, a training run) writes one JSON
+record per finished unit to a :class:`RecordLog` as soon as it is done; a killed run is resumed by
+skipping the keys already in the log, so nothing is lost and nothing is done twice.
+
+Every command saves a run in one layout (:func:`save_run`, :func:`load_run`): a folder holding
+``config.json`` (the config, its hash, the exact command that regenerates the folder and the package
+versions), ``records.jsonl`` (the resumable record log, where a command keeps one) and
+``summary.json``. Runs shipped with the package (:func:`shipped_runs`) load by name.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -17,9 +25,43 @@ import sys
 import time
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+from accessibility.checks import InputError
+
+if TYPE_CHECKING:
+    from importlib.abc import Traversable
+
+    import torch
+
+
+def rng(seed: int, *keys: int) -> np.random.Generator:
+    """A numpy generator for the stream ``(seed, *keys)``; equal keys give equal draws.
+
+    >>> bool(rng(0, 1, 5).integers(10**9) == rng(0, 1, 5).integers(10**9))
+    True
+    >>> bool(rng(0, 1, 5).integers(10**9) == rng(0, 1, 6).integers(10**9))
+    False
+    """
+    return np.random.default_rng(np.random.SeedSequence([int(seed), *map(int, keys)]))
+
+
+def torch_generator(seed: int, *keys: int) -> torch.Generator:
+    """A CPU torch generator for the stream ``(seed, *keys)``, seeded from the same
+    :class:`numpy.random.SeedSequence` as :func:`rng` (which mixes the keys).
+
+    >>> import torch
+    >>> bool(torch.rand(1, generator=torch_generator(0, 2)) == torch.rand(1, generator=torch_generator(0, 2)))
+    True
+    """
+    import torch
+
+    state = np.random.SeedSequence([int(seed), *map(int, keys)]).generate_state(1, np.uint64)[0]
+    return torch.Generator().manual_seed(int(state))
 
 
 def _jsonable(obj):
@@ -79,36 +121,49 @@ class RecordLog:
     Every record is a mapping with a ``"key"`` entry naming the unit of work it finishes. Appends are
     flushed and fsynced one record at a time. A line torn by a kill in mid-write is ignored when
     reading and cut off before the next append, so a resumed run neither loses nor duplicates work.
+    The file is parsed once, on first use; appends keep the parsed records up to date.
+
+    ``omit`` names fields left out of appended records (e.g. large vectors a saved run need not
+    keep); with ``timed``, each appended record gets ``"seconds"``, the wall-clock time since the
+    previous append by this log (or since it was created), so that summing them over a run gives
+    the compute time of its work, across resumed sessions.
 
     >>> import tempfile, pathlib
-    >>> log = RecordLog(pathlib.Path(tempfile.mkdtemp()) / "runs.jsonl")
-    >>> log.append({"key": "a", "n": 3}); log.append({"key": "b", "n": 5})
-    >>> sorted(log.keys()), [r["n"] for r in log]
-    (['a', 'b'], [3, 5])
+    >>> log = RecordLog(pathlib.Path(tempfile.mkdtemp()) / "runs.jsonl", omit=("big",))
+    >>> log.append({"key": "a", "n": 3, "big": [0.0] * 9}); log.append({"key": "b", "n": 5})
+    >>> sorted(log.keys()), [r["n"] for r in log], "big" in RecordLog(log.path).records()[0]
+    (['a', 'b'], [3, 5], False)
     >>> log.append({"key": "a", "n": 4})
     Traceback (most recent call last):
     ...
     KeyError: "record 'a' is already in ..."
     """
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, *, omit: tuple[str, ...] = (), timed: bool = False):
         self.path = Path(path)
-        self._keys: set[str] | None = None
+        self.omit = tuple(omit)
+        self.timed = timed
+        self._records: list[dict] | None = None
+        self._keys: set[str] = set()
+        self._clock = time.perf_counter()
+
+    def _load(self) -> list[dict]:
+        if self._records is None:
+            self._records = []
+            if self.path.exists():
+                with self.path.open() as f:
+                    self._records = [json.loads(line) for line in f if line.endswith("\n")]
+            self._keys = {r["key"] for r in self._records}
+        return self._records
 
     def __iter__(self) -> Iterator[dict]:
-        if not self.path.exists():
-            return
-        with self.path.open() as f:
-            for line in f:
-                if line.endswith("\n"):
-                    yield json.loads(line)
+        return iter(list(self._load()))
 
     def records(self) -> list[dict]:
-        return list(self)
+        return list(self._load())
 
     def keys(self) -> set[str]:
-        if self._keys is None:
-            self._keys = {r["key"] for r in self}
+        self._load()
         return self._keys
 
     def __contains__(self, key: str) -> bool:
@@ -118,13 +173,19 @@ class RecordLog:
         key = record["key"]
         if key in self.keys():
             raise KeyError(f"record {key!r} is already in {self.path}")
+        record = {k: v for k, v in record.items() if k not in self.omit}
+        if self.timed:
+            now = time.perf_counter()
+            record["seconds"], self._clock = now - self._clock, now
+        line = to_json(record, sort_keys=True)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._drop_torn_tail()
         with self.path.open("a") as f:
-            f.write(to_json(record, sort_keys=True) + "\n")
+            f.write(line + "\n")
             f.flush()
             os.fsync(f.fileno())
-        self.keys().add(key)
+        self._records.append(json.loads(line))            # what a later read returns
+        self._keys.add(key)
 
     def _drop_torn_tail(self) -> None:
         """Cut a torn last line; reads only the last byte unless the line is torn."""
@@ -154,23 +215,154 @@ def command_line() -> str:
 
 
 def run_folder(out: str | os.PathLike, kind: str, config, command: str | None = None) -> Path:
-    """Folder ``out/<kind>-<config hash>`` holding ``config.json`` (config, command, versions).
+    """Folder ``out/<kind>-<config hash>`` holding ``config.json`` (a cache of work keyed by its
+    config, such as trained copy models; saved runs use :func:`save_run`).
 
-    Re-running the same config finds the same folder, which is how runs resume. ``command``
-    defaults to :func:`command_line`.
+    Re-running the same config finds the same folder. ``command`` defaults to :func:`command_line`.
     """
     folder = Path(out) / f"{kind}-{config_hash(config)}"
-    meta = folder / "config.json"
-    if not meta.exists():
-        write_json(meta, {
-            "kind": kind,
-            "config": config,
-            "config_hash": config_hash(config),
-            "command": command or command_line(),
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "versions": _versions(),
-        })
+    if not (folder / CONFIG_FILE).exists():
+        write_json(folder / CONFIG_FILE, run_meta(kind, config, command))
     return folder
+
+
+# --- saved runs: one layout for every command --------------------------------------------------
+
+#: The files of a saved run: the config with its command and versions, the record log (resumable;
+#: absent when a command has no records) and the summary.
+CONFIG_FILE, RECORDS_FILE, SUMMARY_FILE = "config.json", "records.jsonl", "summary.json"
+#: Where runs shipped with the package live (under ``accessibility/data``), one folder per run name.
+SHIPPED_RUNS = "runs"
+#: Default parent of a command's run folders: ``results/<command>/<config hash>``.
+RESULTS_DIR = "results"
+
+
+@dataclass(frozen=True)
+class Run:
+    """A saved run, as :func:`load_run` reads it.
+
+    Attributes
+    ----------
+    folder : where it lives (a path, or a package resource for a shipped run).
+    config : ``config.json``: ``kind`` (the command), ``config`` (what determines the results),
+        ``config_hash``, ``command`` (the command line that regenerates the folder), ``versions``
+        and ``created``.
+    records : the lines of ``records.jsonl`` ([] when the command keeps none).
+    summary : ``summary.json`` (None while the run is unfinished).
+    """
+
+    folder: Path | Traversable
+    config: dict
+    records: list[dict]
+    summary: dict | None
+
+    @property
+    def command(self) -> str:
+        return self.config["command"]
+
+
+def run_meta(kind: str, config, command: str | None = None) -> dict:
+    """The ``config.json`` of a run: kind, config, its hash, the command, the versions, the time."""
+    return {"kind": kind, "config": json.loads(to_json(config)), "config_hash": config_hash(config),
+            "command": command or command_line(), "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "versions": _versions()}
+
+
+def default_folder(kind: str, config) -> Path:
+    """``results/<kind>/<config hash>``: where a command saves a run unless told ``--save DIR``."""
+    return Path(RESULTS_DIR) / kind / config_hash(config)
+
+
+def save_run(folder: str | os.PathLike, config: Mapping, records=(), summary=None) -> Path:
+    """Write a run into ``folder``: ``config.json``, ``records.jsonl`` and ``summary.json``.
+
+    ``config`` is a mapping with at least ``kind`` and ``config``; the other entries of
+    :func:`run_meta` (hash, command, versions, time) are filled in where missing. A folder already
+    holding a run of another config is refused (:class:`~accessibility.checks.InputError`), so that a
+    resumed run never mixes results. Saving again into a folder keeps its ``created`` time; when the
+    command differs (a sweep extended to more m or targets), ``commands`` lists every command that
+    wrote to the folder, in order, and ``command`` is the last, the one that wrote the summary.
+    ``records`` (when given) replace ``records.jsonl``; none leave an existing log alone (resumable
+    commands append to it while they run). ``summary`` (a mapping or a dataclass) is written when given.
+    """
+    folder = Path(folder)
+    meta = {**run_meta(config["kind"], config["config"]), **config}
+    meta["config_hash"] = config_hash(config["config"])
+    path = folder / CONFIG_FILE
+    if path.exists():
+        old = read_json(path)
+        if old.get("config_hash") != meta["config_hash"]:
+            raise InputError(f"{folder} holds another run (config hash {old.get('config_hash')}, "
+                             f"this one {meta['config_hash']}); save to another folder")
+        commands = old.get("commands", [old["command"]])
+        commands += [meta["command"]] if meta["command"] != commands[-1] else []
+        meta.update(created=old["created"], **({"commands": commands} if len(commands) > 1 else {}))
+    write_json(path, meta)
+    records = list(records)
+    if records:
+        lines = "".join(to_json(r, sort_keys=True) + "\n" for r in records)
+        tmp = folder / f".{RECORDS_FILE}.{os.getpid()}.tmp"
+        tmp.write_text(lines)
+        os.replace(tmp, folder / RECORDS_FILE)
+    if summary is not None:
+        write_json(folder / SUMMARY_FILE, summary)
+    return folder
+
+
+def _runs_root() -> Traversable:
+    from accessibility import data_file
+
+    return data_file(SHIPPED_RUNS)
+
+
+def shipped_runs() -> tuple[str, ...]:
+    """Names of the runs shipped with the package (``load_run(name)`` reads them).
+
+    >>> "geometry-smollm2-135m" in shipped_runs()
+    True
+    """
+    root = _runs_root()
+    return tuple(sorted(p.name for p in root.iterdir() if p.joinpath(CONFIG_FILE).is_file()))
+
+
+def load_run(folder_or_name: str | os.PathLike) -> Run:
+    """Read a saved run: a folder written by a command's ``--save``, or a shipped run by name.
+
+    An existing folder wins; otherwise a bare name is looked up among :func:`shipped_runs`. A run that
+    is missing, or unfinished (no summary yet), is an :class:`~accessibility.checks.InputError` that
+    names it and the command that makes it.
+
+    >>> run = load_run("geometry-smollm2-135m")
+    >>> run.config["kind"], run.records, run.summary["model"]
+    ('geometry', [], 'smollm2-135m')
+    """
+    folder = _find_run(folder_or_name)
+    config = json.loads(folder.joinpath(CONFIG_FILE).read_text())
+    records_file, summary_file = folder.joinpath(RECORDS_FILE), folder.joinpath(SUMMARY_FILE)
+    if not summary_file.is_file():
+        raise InputError(f"run {folder_or_name!r} is unfinished (no {SUMMARY_FILE}); finish it with "
+                         f"`{config['command']}`")
+    records = []
+    if records_file.is_file():
+        records = [json.loads(line) for line in records_file.read_text().splitlines(keepends=True)
+                   if line.endswith("\n")]
+    return Run(folder, config, records, json.loads(summary_file.read_text()))
+
+
+def _find_run(folder_or_name) -> Path | Traversable:
+    path = Path(folder_or_name)
+    if (path / CONFIG_FILE).is_file():
+        return path
+    name = str(folder_or_name)
+    shipped = _runs_root().joinpath(name)
+    if os.sep not in name and "/" not in name and shipped.joinpath(CONFIG_FILE).is_file():
+        return shipped
+    if path.is_dir():
+        raise InputError(f"{path} is not a saved run (no {CONFIG_FILE}); a command writes one with "
+                         f"--save {path}")
+    kind = name.split("-")[0] if "-" in name else "<command>"
+    raise InputError(f"no saved run {name!r}: not a folder, and not a shipped run "
+                     f"({', '.join(shipped_runs())}); `accessibility {kind} ... --save {name}` writes it")
 
 
 def _versions() -> dict[str, str]:
@@ -178,8 +370,6 @@ def _versions() -> dict[str, str]:
 
     found = {"python": sys.version.split()[0]}
     for name in ("accessibility", "torch", "transformers", "numpy"):
-        try:
+        with contextlib.suppress(PackageNotFoundError):
             found[name] = version(name)
-        except PackageNotFoundError:
-            pass
     return found

@@ -18,36 +18,21 @@ targets are drawn or which are computed first, so a sweep can be resumed, split 
 
 from __future__ import annotations
 
-from importlib.resources import files
-
 import numpy as np
 import torch
 
+from accessibility import data_file
 from accessibility.checks import InputError, at_least, one_of
+from accessibility.results import rng
 
 #: Target kinds understood by :func:`make_targets`.
 KINDS = ("random", "text")
 #: Package-data file holding the public-domain text used for ``text`` targets.
 TEXT_FILE = "text_pride_and_prejudice.txt"
-#: Separate random streams (first entry of the seed sequence) so targets and inits never share draws.
+#: Separate random streams (:func:`accessibility.results.rng`, first key) so targets and inits never
+#: share draws.
 TARGET_STREAM = 1
 INIT_STREAM = 2
-
-
-def rng(seed: int, *keys: int) -> np.random.Generator:
-    """A numpy generator for the stream ``(seed, *keys)``; equal keys give equal draws.
-
-    >>> bool(rng(0, 1, 5).integers(10**9) == rng(0, 1, 5).integers(10**9))
-    True
-    >>> bool(rng(0, 1, 5).integers(10**9) == rng(0, 1, 6).integers(10**9))
-    False
-    """
-    return np.random.default_rng([int(seed), *map(int, keys)])
-
-
-def torch_generator(seed: int, *keys: int) -> torch.Generator:
-    """A CPU torch generator seeded from the stream ``(seed, *keys)``."""
-    return torch.Generator().manual_seed(int(rng(seed, *keys).integers(2**62)))
 
 
 def random_targets(real_token_ids, count: int, n: int, seed: int = 0, start: int = 0) -> torch.Tensor:
@@ -68,11 +53,12 @@ def random_targets(real_token_ids, count: int, n: int, seed: int = 0, start: int
 
 def load_text() -> str:
     """The shipped public-domain text (Pride and Prejudice, chapters 1-3), whitespace normalised."""
-    raw = (files("accessibility") / "data" / TEXT_FILE).read_text(encoding="utf-8")
+    raw = data_file(TEXT_FILE).read_text(encoding="utf-8")
     return " ".join(raw.split())
 
 
-def text_targets(tokenizer, count: int, n: int, seed: int = 0, start: int = 0, text: str | None = None) -> torch.Tensor:
+def text_targets(tokenizer, count: int, n: int, seed: int = 0, start: int = 0,
+                 text: str | None = None) -> torch.Tensor:
     """``count`` chunks of ``n`` consecutive tokens of the text, shape (count, n).
 
     The text is tokenized once (no special tokens) and cut into non-overlapping chunks of ``n``
@@ -86,7 +72,8 @@ def text_targets(tokenizer, count: int, n: int, seed: int = 0, start: int = 0, t
         raise InputError(f"the text holds {chunks} chunks of n={n} tokens, asked for targets "
                          f"{start}..{start + count - 1}; lower --targets or --n-max")
     order = rng(seed, TARGET_STREAM).permutation(chunks)[start:start + count]
-    return torch.as_tensor(np.array([ids[c * n:(c + 1) * n] for c in order], dtype=np.int64).reshape(count, n))
+    chunks = np.array([ids[c * n:(c + 1) * n] for c in order], dtype=np.int64)
+    return torch.as_tensor(chunks.reshape(count, n))
 
 
 def make_targets(lm, kind: str, count: int, n: int, seed: int = 0, start: int = 0) -> torch.Tensor:

@@ -51,7 +51,8 @@ def measure(model: str, samples: int, batch: int, assign: str, threads: int | No
     after = matmul_rate(W, batch)
     per_second = samples / seconds
     achieved = per_second * 2 * V * d / 1e9
-    return {"model": model, "vocab_size": V, "d_model": d, "assign": assign, "samples": samples, "batch": batch,
+    return {"model": model, "vocab_size": V, "d_model": d, "assign": assign, "samples": samples,
+            "batch": batch,
             "threads": torch.get_num_threads(), "seconds": seconds, "samples_per_second": per_second,
             "achieved_gflops": achieved, "matmul_gflops_before": before, "matmul_gflops_after": after,
             "fraction_of_matmul": achieved / max(before, after)}

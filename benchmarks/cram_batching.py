@@ -36,21 +36,21 @@ def main(argv=None) -> dict:
     p.add_argument("--targets", type=int, default=32)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--preset", default="quick", choices=("quick", "paper"))
-    p.add_argument("--model-dtype", default="float32", choices=("float32", "float64"))
+    p.add_argument("--dtype", default="float32", choices=("float32", "float64"), help="model weights")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
-    lm = load_model(args.model, dtype=getattr(torch, args.model_dtype))
+    lm = load_model(args.model, dtype=getattr(torch, args.dtype))
     config = CramConfig.preset(args.preset)
     targets = make_targets(lm, "random", args.targets, config.n_max, seed=args.seed)
-    run = lambda b: cram(lm, targets, args.m, config, seed=args.seed, batch_size=b)  # noqa: E731
+    run = lambda b: cram(lm, targets, args.m, config, seed=args.seed, batch_size=b)
     single, t_single = timed(lambda: run(1))
     batched, t_batched = timed(lambda: run(args.batch_size))
-    key = lambda r: (r.capacity, r.steps, r.steps_run, r.stop)  # noqa: E731
+    key = lambda r: (r.capacity, r.steps, r.steps_run, r.stop)
     same = [key(a) == key(b) for a, b in zip(single, batched)]
     return {
-        "model": args.model, "model_dtype": args.model_dtype, "m": args.m, "targets": args.targets,
+        "model": args.model, "dtype": args.dtype, "m": args.m, "targets": args.targets,
         "batch_size": args.batch_size, "threads": args.threads,
         "seconds_one_at_a_time": t_single, "seconds_batched": t_batched, "speedup": t_single / t_batched,
         "identical_outcomes": int(sum(same)), "max_abs_mem_difference":
@@ -58,7 +58,8 @@ def main(argv=None) -> dict:
         "all_certified": all(r.certificate["ok"] for r in single + batched),
         "median_capacity_one_at_a_time": float(np.median([r.capacity for r in single])),
         "median_capacity_batched": float(np.median([r.capacity for r in batched])),
-        "mean_abs_capacity_difference": float(np.mean([abs(a.capacity - b.capacity) for a, b in zip(single, batched)])),
+        "mean_abs_capacity_difference": float(np.mean([abs(a.capacity - b.capacity)
+                                                       for a, b in zip(single, batched)])),
     }
 
 

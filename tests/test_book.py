@@ -54,7 +54,8 @@ def test_chapter_has_an_up_to_date_twin(md):
     nb = nbformat.read(twin, as_version=4)
     assert [c.source.strip() for c in nb.cells if c.cell_type == "code"] == _code(md), \
         f"{twin.name}: code differs from {md.name}: run `make twins`"
-    assert _cells(nb) == _cells(sync.twin(md)), f"{twin.name}: markdown differs from {md.name}: run `make twins`"
+    assert _cells(nb) == _cells(sync.twin(md)), \
+        f"{twin.name}: markdown differs from {md.name}: run `make twins`"
     assert "formats" not in nb.metadata.get("jupytext", {}), "a twin is generated, never paired"
 
 
@@ -92,7 +93,8 @@ def test_notebook_markdown_rewrites_myst():
     md = ROOT / "book" / "theorem45.md"  # labels resolve against a real chapter
     text = "\n".join([
         "(sec-x)=",
-        "The slope is {glue:text}`slope_model:.1f` by {prf:ref}`Corollary 4.6 <cor-46>`, see {numref}`fig-levels`",
+        "The slope is {glue:text}`slope_model:.1f` by {prf:ref}`Corollary 4.6 <cor-46>`, "
+        "see {numref}`fig-levels`",
         "and {eq}`eq-thm45` {cite}`meyer2026howmany`; next: {doc}`corollaries`.",
         "",
         "```{prf:theorem} 4.5, finitely many",
@@ -107,7 +109,8 @@ def test_notebook_markdown_rewrites_myst():
         ":::",
     ])
     out = sync.notebook_markdown(text, md)
-    assert out.startswith("The slope is `slope_model` by Corollary 4.6, see Figure 1\nand (2) [Meyer et al., 2026]; "
+    assert out.startswith("The slope is `slope_model` by Corollary 4.6, see Figure 1\n"
+                          "and (2) [Meyer et al., 2026]; "
                           "next: *Corollaries 4.6 and 4.10: a linear slope and an exponential cliff*.")
     assert "**Theorem 4.5 (finitely many).**\n\nBody." in out and "**Note.**\n\nCareful." in out
     assert not any(raw in out for raw in RAW_MYST) and "(sec-x)=" not in out
@@ -168,9 +171,10 @@ def test_release_pins_the_released_commit(tmp_path):
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     package = git("rev-parse", "HEAD~1")
-    assert git("rev-parse", "v9.8.7^{commit}") == git("rev-parse", "HEAD") and git("status", "--porcelain") == ""
+    assert git("rev-parse", "v9.8.7^{commit}") == git("rev-parse", "HEAD")
+    assert git("status", "--porcelain") == ""
     assert '__version__ = "9.8.7"' in git("show", f"{package}:accessibility/__init__.py")
-    assert git("diff", "--name-only", package, "HEAD", "--", "accessibility") == ""  # the tag holds that package
+    assert git("diff", "--name-only", package, "HEAD", "--", "accessibility") == ""  # the tag's package
     for md in CHAPTERS:
         if sync.has_code(md):
             nb = nbformat.read(repo / md.relative_to(ROOT).with_suffix(".ipynb"), as_version=4)
@@ -199,7 +203,8 @@ def test_twin_runs_alone_after_its_install_cell(name, tmp_path):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     py = venv / "bin" / "python"
-    constraints = {"PIP_CONSTRAINT": str(ROOT / ".ci" / "constraints.txt")}  # no upgrades of the "preinstalled"
+    # the "preinstalled" packages stay as they are
+    constraints = {"PIP_CONSTRAINT": str(ROOT / ".ci" / "constraints.txt")}
     env = {**os.environ, **constraints, "PYTHONPATH": "", "ACCESSIBILITY_QUICK": "1", "HF_HUB_OFFLINE": "1"}
     env.pop("VIRTUAL_ENV", None)
     subprocess.run([str(py), "-m", "pip", "install", "-q", "torch==2.13.0", "ipykernel"], check=True, env=env)
@@ -247,7 +252,8 @@ def test_book_extension_prints_paper_numbers_and_author_year_labels():
     book_build._paper_numbered_titles(None, doc)
     assert [t.astext() for t in doc.findall(nodes.title)] == ["4.5 (finitely many accessible sequences)",
                                                                " (Packing lemma)"]
-    bib = parse_string("""@article{a, author = {Meyer, A. and Michelessa, B. and Chaux, C. and Tan, D.}, year = {2026}}
-                          @article{b, author = {Ben Allal, Loubna and Lozhkov, Anton}, year = {2025}}""", "bibtex")
+    bib = parse_string("""
+        @article{a, author = {Meyer, A. and Michelessa, B. and Chaux, C. and Tan, D.}, year = {2026}}
+        @article{b, author = {Ben Allal, Loubna and Lozhkov, Anton}, year = {2025}}""", "bibtex")
     assert [book_build.author_year_label(e) for e in bib.entries.values()] == ["Meyer et al., 2026",
                                                                                 "Ben Allal and Lozhkov, 2025"]

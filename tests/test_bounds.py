@@ -214,7 +214,8 @@ def test_ellipse_plus_square_area_from_the_support_function():
         reach = bounds.ellipsoid_half_widths(semi, axes)
         assert area == pytest.approx(math.pi * semi.prod() + 2 * eps * reach.sum() + eps**2, rel=1e-5)
         for kw in ({}, {"half_widths": reach}):
-            assert math.exp(bounds.log_ellipsoid_count(semi_axes=semi, eps=eps, **kw)) >= area / eps**2 * (1 - 1e-9)
+            count = math.exp(bounds.log_ellipsoid_count(semi_axes=semi, eps=eps, **kw))
+            assert count >= area / eps**2 * (1 - 1e-9)
 
 
 @pytest.mark.parametrize("d", [1, 2, 5, 64, 160])
@@ -229,13 +230,14 @@ def test_ellipsoid_bound_never_above_ball_or_box_when_it_fits_in_the_cube(d):
         semi, reach = semi * r / reach.max(), reach * r / reach.max()  # touches the cube [-r, r]^d
         value = bounds.log_ellipsoid_count(semi_axes=semi, half_widths=reach, r=r)
         assert value <= bounds.log_box_count(widths=2 * reach, r=r) + 1e-9 <= ball + 2e-9
-        assert bounds.log_ellipsoid_count(semi_axes=semi, r=r) <= d * math.log1p(2 * semi.max() / (r * 2**-11)) + 1e-9
+        longest = d * math.log1p(2 * semi.max() / (r * 2**-11))
+        assert bounds.log_ellipsoid_count(semi_axes=semi, r=r) <= longest + 1e-9
     equal = bounds.log_ellipsoid_count(semi_axes=np.full(d, r), half_widths=np.full(d, r), r=r)
     if d == 1:
         assert equal == pytest.approx(ball, rel=1e-12)  # a segment: the packing lemma itself
     else:  # the inscribed Euclidean ball loses about ln(2^d/ω_d) against the cube
-        assert equal < ball and ball - equal == pytest.approx(d * math.log(2) - float(bounds._log_unit_ball_volume(d)),
-                                                              rel=0.05)
+        gap = d * math.log(2) - float(bounds._log_unit_ball_volume(d))
+        assert equal < ball and ball - equal == pytest.approx(gap, rel=0.05)
 
 
 def test_ellipsoid_degenerate_cases_vectorised_and_errors():
@@ -244,7 +246,8 @@ def test_ellipsoid_degenerate_cases_vectorised_and_errors():
     assert math.exp(segment) == pytest.approx(3.0)  # -1, 0, 1: exact for an axis-aligned flat ellipse
     batch = RNG.uniform(0, 2, (4, 7))
     np.testing.assert_allclose(bounds.log_ellipsoid_count(semi_axes=batch, eps=0.1),
-                               [bounds.log_ellipsoid_count(semi_axes=row, eps=0.1) for row in batch], rtol=1e-14)
+                               [bounds.log_ellipsoid_count(semi_axes=row, eps=0.1) for row in batch],
+                               rtol=1e-14)
     big = bounds.log_ellipsoid_count(semi_axes=np.full(4096, 50.0), r=50.0)  # no overflow in high d
     assert np.isfinite(big) and big < bounds.log_ball_count(d_model=4096)
     with pytest.raises(InputError, match="volume argument"):
@@ -271,20 +274,24 @@ def test_slope_and_published_ratio():
     assert c == pytest.approx(2048 * math.log(4097) / math.log(50304))
     assert round(c, 1) == 1573.6 and c / 261.4 == pytest.approx(6.02, abs=0.005)
     h = 14.71
-    assert bounds.slope(bounds.log_ball_count(d_model=2048), entropy=h) == pytest.approx(c * math.log(50304) / h)
+    cells_slope = bounds.slope(bounds.log_ball_count(d_model=2048), entropy=h)
+    assert cells_slope == pytest.approx(c * math.log(50304) / h)
     # relative precision: r is irrelevant; absolute: C grows like ln(r/ε)
     assert bounds.slope_bound(d_model=8, vocab_size=10, r=1e5) == bounds.slope_bound(d_model=8, vocab_size=10)
-    assert bounds.slope_bound(d_model=8, vocab_size=10, r=4.0, eps=1.0) == pytest.approx(8 * math.log(9) / math.log(10))
+    absolute = bounds.slope_bound(d_model=8, vocab_size=10, r=4.0, eps=1.0)
+    assert absolute == pytest.approx(8 * math.log(9) / math.log(10))
 
 
 def test_theorem_4_5_and_all_lengths():
     assert bounds.log_count(d_model=3, m=4, r=1.0, eps=0.5) == pytest.approx(12 * math.log(5))
     for m in (1, 2, 5):
         direct = math.log(sum(125**j for j in range(1, m + 1)))
-        assert bounds.log_count(d_model=3, m=m, r=1.0, eps=0.5, all_lengths=True) == pytest.approx(direct, rel=1e-13)
+        every = bounds.log_count(d_model=3, m=m, r=1.0, eps=0.5, all_lengths=True)
+        assert every == pytest.approx(direct, rel=1e-13)
     for m in (1, 3, 10):  # K = 3: the extra term is below ln(K/(K-1)) = ln 1.5, and tends to it
         extra = bounds.log_count(d_model=1, m=m, r=1.0, eps=1.0, all_lengths=True) - m * math.log(3)
-        assert 0 <= extra < math.log(1.5) and (m < 10 or extra > math.log(1.5) - 1e-4)
+        # m = 1: 0 up to rounding
+        assert -1e-12 <= extra < math.log(1.5) and (m < 10 or extra > math.log(1.5) - 1e-4)
 
 
 def test_corollary_4_6_fraction_and_threshold():

@@ -48,11 +48,10 @@ CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
                   "--disable-dev-shm-usage", "--window-size=1280,1000",
                   # every host but the local server is unresolvable: nothing reaches the network
                   "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1")
-ABSOLUTE_PATH = re.compile(r"(?<![\w.~])/(?:home|root|tmp|usr|opt|var|work|srv|mnt|Users|private|nix)/[^\s'\"<>]*")
+ABSOLUTE_PATH = re.compile(r"(?<![\w.~])/(?:home|root|tmp|usr|opt|var|work|srv|mnt|Users|private|nix)/"
+                           r"[^\s'\"<>]*")
 NOISE = re.compile(r"\b\w*(?:Warning|Traceback)\b")
 MISSING = re.compile(r"^(?:nan|NaN|NaT|None|<NA>)$")
-BARE_REFERENCE = re.compile(r"^(?:Theorem|Corollary|Lemma|Proposition|Definition|Remark|Example|Fig\.|Figure|"
-                            r"Table|Equation|Eq\.|Section)\s*$")
 RAW_MYST = re.compile(r"\{(?:numref|eq|glue[:\w]*|prf:\w+|cite[:\w]*|doc|ref)\}")
 
 
@@ -74,23 +73,29 @@ if (mj && mj.startup && mj.startup.promise) {
 """
 
 INSPECT = r"""
-const article = document.querySelector("article.bd-article") || document.querySelector("main") || document.body;
+const article = document.querySelector("article.bd-article") || document.querySelector("main")
+  || document.body;
 const style = getComputedStyle(article);
 const box = article.getBoundingClientRect();
 const right = box.right - parseFloat(style.paddingRight || 0);
 const describe = el => {
   const text = (el.getAttribute("data-latex") || el.getAttribute("src") || el.textContent || "").trim();
-  return el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") + ": " + text.replace(/\s+/g, " ").slice(0, 80);
+  const name = el.tagName.toLowerCase() + (el.id ? "#" + el.id : "");
+  return name + ": " + text.replace(/\s+/g, " ").slice(0, 80);
 };
 const visible = el => el.getClientRects().length > 0;
 const skip = "pre, code, script, style, textarea, mjx-container, .highlight, .MathJax";
 
 const wide = [];
-for (const el of article.querySelectorAll('mjx-container[display="true"], table, img, figure, svg:not(mjx-container svg)')) {
+const boxes = 'mjx-container[display="true"], table, img, figure, svg:not(mjx-container svg)';
+for (const el of article.querySelectorAll(boxes)) {
   if (!visible(el)) continue;
   const r = el.getBoundingClientRect();
   const width = Math.max(r.width, el.scrollWidth || 0);
-  if (r.left + width > right + 1) wide.push(describe(el) + ` (${Math.round(width)} px, column ends ${Math.round(right - r.left)} px after it starts)`);
+  if (r.left + width > right + 1) {
+    const room = Math.round(right - r.left);
+    wide.push(describe(el) + ` (${Math.round(width)} px, column ends ${room} px after it starts)`);
+  }
 }
 
 const texts = [];
@@ -108,9 +113,12 @@ for (const img of article.querySelectorAll("img")) {
 
 const outputs = [...article.querySelectorAll(".cell_output")].map(el => el.textContent);
 const cells = [...article.querySelectorAll("table td, table th")].map(el => el.textContent.trim());
-const errors = [...article.querySelectorAll("mjx-merror, [data-mjx-error], .problematic, .system-message")].map(describe);
+const errorNodes = "mjx-merror, [data-mjx-error], .problematic, .system-message";
+const errors = [...article.querySelectorAll(errorNodes)].map(describe);
+const kinds = new RegExp("^\\s*(Theorem|Corollary|Lemma|Proposition|Definition|Remark|Example"
+                         + "|Fig\\.|Figure|Table|Equation|Eq\\.|Section)\\s*$");
 const bare = [...article.querySelectorAll("a.reference, span.xref, a .std-ref")]
-  .map(el => el.textContent).filter(t => /^\s*(Theorem|Corollary|Lemma|Proposition|Definition|Remark|Example|Fig\.|Figure|Table|Equation|Eq\.|Section)\s*$/.test(t));
+  .map(el => el.textContent).filter(t => kinds.test(t));
 const links = [...document.querySelectorAll("a[href]")].map(a => a.href);
 const requests = performance.getEntriesByType("resource").map(e => e.name);
 return {wide, text: texts.join(" "), images, outputs, cells, errors, bare, links, requests,
@@ -161,7 +169,8 @@ def check_page(driver, url: str, base: str, root: Path) -> list[str]:
     problems += [f"figure shown {len(srcs)} times: {srcs[0]}" for srcs in hashes.values() if len(srcs) > 1]
     for output in page["outputs"]:
         for m in list(NOISE.finditer(output)) + list(ABSOLUTE_PATH.finditer(output)):
-            problems.append(f"cell output shows {m[0]!r}: ...{output[max(0, m.start() - 60):m.end() + 40].strip()}...")
+            around = output[max(0, m.start() - 60):m.end() + 40].strip()
+            problems.append(f"cell output shows {m[0]!r}: ...{around}...")
         for literal in {str(ROOT), sys.prefix}:
             if literal in output:
                 problems.append(f"cell output shows the path {literal}")
@@ -230,7 +239,8 @@ def _serve(root: Path):
 @pytest.fixture(scope="module")
 def book():
     if not (HTML / _toc_pages()[0]).exists():
-        pytest.skip(f"no built book in {HTML}: run `make book` first (CI builds it in quick mode, then `make browser`)")
+        pytest.skip(f"no built book in {HTML}: run `make book` first "
+                    "(CI builds it in quick mode, then runs `make browser`)")
     server, base = _serve(HTML)
     yield base
     server.shutdown()
@@ -248,9 +258,11 @@ def test_page_reads_cleanly(page, book, browser):
 # --- the checker on synthetic pages ---
 
 PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><link rel="icon" href="data:,">
-<script>window.MathJax = {{tex: {{inlineMath: [["\\\\(", "\\\\)"]], displayMath: [["\\\\[", "\\\\]"]]}}}};</script>
+<script>window.MathJax = {{tex: {{inlineMath: [["\\\\(", "\\\\)"]],
+                                  displayMath: [["\\\\[", "\\\\]"]]}}}};</script>
 <script defer src="mathjax/tex-mml-chtml.js"></script></head>
-<body><main><article class="bd-article" style="width: 600px; padding: 0 10px">{body}</article></main></body></html>
+<body><main><article class="bd-article" style="width: 600px; padding: 0 10px">{body}</article></main>
+</body></html>
 """
 
 
@@ -274,9 +286,12 @@ def synthetic(tmp_path_factory):
         "clean.html": r"<p>A short equation \(a + b\):</p><div class='math'>\[ E = m c^2 \]</div>"
                       r"<img src='figure.png'><table><tr><th>n</th></tr><tr><td>2774</td></tr></table>",
         "overflow.html": rf"<p>Too long:</p><div class='math'>\[ S = {long_sum} \]</div>",
-        "duplicate.html": "<div class='cell_output'><img src='figure.png'></div><figure><img src='figure.png'></figure>",
-        "dirty.html": "<div class='cell_output'><pre>/usr/lib/python3/x.py:1: UserWarning: careful</pre></div>"
-                      "<table><tr><td>NaN</td></tr></table><p>see <a class='reference' href='#x'>Corollary </a> ???</p>",
+        "duplicate.html": "<div class='cell_output'><img src='figure.png'></div>"
+                          "<figure><img src='figure.png'></figure>",
+        "dirty.html": "<div class='cell_output'><pre>/usr/lib/python3/x.py:1: UserWarning: careful</pre>"
+                      "</div>"
+                      "<table><tr><td>NaN</td></tr></table>"
+                      "<p>see <a class='reference' href='#x'>Corollary </a> ???</p>",
     }
     for name, body in pages.items():
         (root / name).write_text(PAGE.format(body=body))
@@ -293,12 +308,14 @@ def test_checker_passes_a_clean_page(synthetic, browser):
 def test_checker_fails_an_overflowing_equation(synthetic, browser):
     base, root = synthetic
     problems = check_page(browser, base + "overflow.html", base, root)
-    assert len(problems) == 1 and problems[0].startswith("wider than the content column: mjx-container"), problems
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("wider than the content column: mjx-container")
 
 
 def test_checker_fails_a_duplicated_figure(synthetic, browser):
     base, root = synthetic
-    assert check_page(browser, base + "duplicate.html", base, root) == [f"figure shown 2 times: {base}figure.png"]
+    problems = check_page(browser, base + "duplicate.html", base, root)
+    assert problems == [f"figure shown 2 times: {base}figure.png"]
 
 
 def test_checker_fails_noise_missing_values_and_references(synthetic, browser):

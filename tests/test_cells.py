@@ -10,18 +10,20 @@ from accessibility import bounds, cells
 
 GEN = torch.Generator().manual_seed(0)
 # Rows of very different norms: argmax and Voronoi cells differ.
-W_UNEQUAL = torch.tensor([[3.0, 0.0, 0.0], [0.0, 1.0, 0.0], [-0.5, -0.5, 0.2], [0.1, 0.1, 2.0], [0.0, -2.0, -1.0]])
+W_UNEQUAL = torch.tensor([[3.0, 0.0, 0.0], [0.0, 1.0, 0.0], [-0.5, -0.5, 0.2], [0.1, 0.1, 2.0],
+                          [0.0, -2.0, -1.0]])
 
 
 def _estimate(W, region, assign="argmax", samples=20_000, seed=0):
-    return cells.estimate_cells(W, region, cells.CellsConfig(samples=samples, region=region.kind, assign=assign,
-                                                             seed=seed, batch_size=4096))
+    config = cells.CellsConfig(samples=samples, region=region.kind, assign=assign, seed=seed, batch_size=4096)
+    return cells.estimate_cells(W, region, config)
 
 
 def test_assignment_matches_brute_force():
     x = torch.randn(300, 3, generator=GEN)
     assert torch.equal(cells.assign_cells(x, W_UNEQUAL), (x @ W_UNEQUAL.T).argmax(1))
-    assert torch.equal(cells.assign_cells(x, W_UNEQUAL, assign="voronoi"), torch.cdist(x, W_UNEQUAL).argmin(1))
+    voronoi = cells.assign_cells(x, W_UNEQUAL, assign="voronoi")
+    assert torch.equal(voronoi, torch.cdist(x, W_UNEQUAL).argmin(1))
     bias = torch.tensor([0.0, 5.0, 0.0, 0.0, 0.0])
     assert torch.equal(cells.assign_cells(x, W_UNEQUAL, bias), (x @ W_UNEQUAL.T + bias).argmax(1))
 
@@ -102,3 +104,13 @@ def test_config_validation():
         cells.CellsConfig(region="sphere")
     with pytest.raises(InputError, match="d_model"):
         cells.estimate_cells(W_UNEQUAL, cells.Region.ball(4, 1.0))
+
+
+def test_principal_plane_is_the_leading_svd_plane():
+    h = torch.randn(50, 6, generator=torch.Generator().manual_seed(0)) * torch.tensor([5.0, 3, 1, 1, 1, 1])
+    center, axes, extent = cells.principal_plane(h)
+    x = h.double().numpy() - h.double().numpy().mean(0)
+    vt = np.linalg.svd(x, full_matrices=False)[2][:2]
+    assert np.allclose(np.abs(axes.double().numpy() @ vt.T), np.eye(2), atol=1e-5)    # same axes, up to sign
+    assert np.allclose(center.numpy(), h.mean(0).numpy(), atol=1e-6)
+    assert extent == pytest.approx(np.abs(x @ axes.double().numpy().T).max(), rel=1e-6)

@@ -20,12 +20,14 @@ def test_slope_and_optional_keys(capsys):
     out = _json(capsys, "--d-model", "2048", "--vocab-size", "50304")
     assert out["slope"] == pytest.approx(2048 * math.log(4097) / math.log(50304))
     assert not {"slope_cone", "n_star_bound", "log10_fraction_bound"} & set(out)
-    out = _json(capsys, "--d-model", "2048", "--vocab-size", "50304", "--min-cos", "-0.29", "--m", "4", "--n", "7000")
+    out = _json(capsys, "--d-model", "2048", "--vocab-size", "50304", "--min-cos", "-0.29", "--m", "4",
+                "--n", "7000")
     assert out["log_cone_fraction"] == pytest.approx(bounds.log_cone_fraction(d_model=2048, min_cos=-0.29))
     assert out["slope_cone"] < out["slope"]
     assert out["n_star_bound"] == pytest.approx(4 * out["slope"])
     assert out["log10_fraction_bound"] == pytest.approx(-(7000 - 4 * out["slope"]) * math.log10(50304))
-    assert out["log10_N_unbounded"] == pytest.approx(bounds.log10_unbounded_threshold(d_model=2048, vocab_size=50304))
+    unbounded = bounds.log10_unbounded_threshold(d_model=2048, vocab_size=50304)
+    assert out["log10_N_unbounded"] == pytest.approx(unbounded)
 
 
 def test_precision_conventions(capsys):
@@ -49,9 +51,12 @@ def test_model_lookup_reproduces_published_ratio(capsys):
     assert out["published_slope_table"] == 261.4 and out["ratio_table"] == pytest.approx(6.02, abs=0.01)
     assert out["min_cos"] == -0.233 and "slope_cone" in out and "published_flag" in out
     absolute = _json(capsys, "--model", "pythia-160m", "--eps", "0.01")  # the published radius is r
-    assert absolute["r"] == 22.45 and absolute["slope"] == pytest.approx(768 * math.log1p(2 * 22.45 / 0.01) / math.log(50304))
+    assert absolute["r"] == 22.45
+    assert absolute["slope"] == pytest.approx(768 * math.log1p(2 * 22.45 / 0.01) / math.log(50304))
     text_main = main(["bound", "--model", "gemma-3-270m"])
-    assert text_main == 0 and "slope_cells:" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert text_main == 0 and "slope C / H (cells)" in text
+    assert "tokens per vector" in text and "log10" in text
 
 
 @pytest.mark.parametrize("argv, word", [
@@ -68,6 +73,7 @@ def test_model_lookup_reproduces_published_ratio(capsys):
     (["--d-model", "8", "--vocab-size", "10", "--n", "5"], "--m"),
     (["--vocab-size", "10"], "--d-model"),
     (["--d-model", "8", "--vocab-size", "10", "--precision", "fp8"], "precision"),
+    (["--d-model", "8", "--vocab-size", "10", "--precision", "bf16", "--eps", "1e-3"], "not both"),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, word):
     try:
@@ -80,7 +86,8 @@ def test_bad_input_is_one_line_and_exit_2(capsys, argv, word):
 
 def test_python_dash_m_exit_status_and_no_traceback():
     """One real process (the success path is covered in-process above)."""
-    bad = subprocess.run([sys.executable, "-m", "accessibility", "bound", "--d-model", "8", "--vocab-size", "10",
-                          "--min-cos", "2"], capture_output=True, text=True, timeout=120)
+    bad = subprocess.run([sys.executable, "-m", "accessibility", "bound", "--d-model", "8", "--vocab-size",
+                          "10", "--min-cos", "2"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stdout == "" and "Traceback" not in bad.stderr
-    assert bad.stderr.strip().splitlines() == ["accessibility bound: error: min_cos must lie in [-1, 1], got 2.0"]
+    expected = "accessibility bound: error: min_cos must lie in [-1, 1], got 2.0"
+    assert bad.stderr.strip().splitlines() == [expected]

@@ -14,7 +14,7 @@ from accessibility.copy_models import (ARCHITECTURES, CopyModelConfig, alibi_bia
 from accessibility.copy_task import (BOS_ID, EOS_ID, IGNORE, PAD_ID, SEP_ID, SYMBOLS, decode, encode,
                                      eval_batch, packed_batch)
 from accessibility.copying import (CopyConfig, CopyEval, clopper_pearson, copy_n50, evaluate, greedy_copy,
-                                   load_record, run_copy, save_record, teacher_forced, train)
+                                   load_record, run_copy, saved_summary, teacher_forced, train)
 from accessibility.models import torch_threads
 
 TINY = dict(d_model=32, n_layers=1, n_heads=2)
@@ -220,8 +220,10 @@ def test_the_model_key_covers_every_training_setting():
     assert set(changed) == {f.name for f in fields(CopyConfig)} - {"eval_lengths", "eval_strings", "alpha"}
     for name, value in changed.items():
         assert config_hash(replace(base, **{name: value}).training_part()) != key, name
-    for name, value in {"d_model": 64, "n_layers": 3, "n_heads": 8, "mlp_ratio": 4, "pretrained": "x"}.items():
-        model = replace(base.model, **{name: value}) if name != "pretrained" else CopyModelConfig(pretrained="x")
+    shapes = {"d_model": 64, "n_layers": 3, "n_heads": 8, "mlp_ratio": 4, "pretrained": "x"}
+    for name, value in shapes.items():
+        model = (replace(base.model, **{name: value}) if name != "pretrained"
+                 else CopyModelConfig(pretrained="x"))
         assert config_hash(replace(base, model=model).training_part()) != key, name
     same = replace(base, eval_lengths=(5, 7), eval_strings=3, alpha=0.1,
                    model=replace(base.model, allow_download=True))
@@ -242,6 +244,25 @@ def test_run_copy_caches_models_and_results(tmp_path):
     assert other.folder != first.folder
     summary = again.summary()
     assert summary["train_lengths"] == [2, 3] and set(summary["accuracy"]) == {2, 4}
-    record = load_record(save_record(again, tmp_path / "record.json", command="accessibility copy"))
+    from accessibility.results import save_run
+
+    saved = save_run(tmp_path / "run", {"kind": "copy", "config": config, "command": "accessibility copy"},
+                     summary=saved_summary(again))
+    record = load_record(saved)
     assert record.config == config and record.command == "accessibility copy" and record.n50 == again.n50
     assert np.array_equal(record.eval.correct, again.eval.correct) and record.log.steps == again.log.steps
+
+
+def test_alibi_mask_is_cut_from_one_cached_mask():
+    """A longer input first: the mask of a shorter one is a block of the cached mask, equal to a fresh one,
+    and the logits equal those with the mask rebuilt."""
+    model = build_model(CopyModelConfig(arch="alibi", **TINY)).eval()
+    model(torch.zeros(1, 12, dtype=torch.long))
+    cached = model._alibi
+    ids = torch.randint(0, 30, (2, 7))
+    with torch.no_grad():
+        logits = model(ids)
+        fresh = model.net(ids, attention_mask=alibi_bias(TINY["n_heads"], 7)).logits
+    assert model._alibi is cached
+    assert torch.equal(model.alibi_mask(7, ids.device), alibi_bias(TINY["n_heads"], 7))
+    assert torch.equal(logits, fresh)

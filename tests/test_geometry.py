@@ -116,3 +116,14 @@ def test_config_validation():
     with pytest.raises(InputError, match="lengths"):
         geometry.GeometryConfig(lengths=(0, 4))
     assert geometry.GeometryConfig.paper().lengths[-1] == 4096
+
+
+def test_statistics_without_cosines_are_the_same_but_the_cosines(measured):
+    h = measured.hidden[4]
+    full, light = geometry.support_stats(h, 4), geometry.support_stats(h, 4, cosines=False)
+    assert light.mean_cos is None and light.min_cos is None and light.published_cone_angle is None
+    assert light.r_inf == full.r_inf and light.cone_angle == full.cone_angle
+    assert np.array_equal(light.semi_axes, full.semi_axes)
+    slopes = geometry.refined_slopes(light, vocab_size=16)
+    assert slopes.cone_published is None and slopes.ball == geometry.refined_slopes(full, vocab_size=16).ball
+    assert slopes.ball == pytest.approx(slopes.numerators["ball"] / math.log(16))

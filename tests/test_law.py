@@ -1,11 +1,15 @@
 """The statistics of the linear law: n_50 intervals, accessibility curves, line fits, the logistic
-midpoint and the summary with the Corollary 4.6 slope."""
+midpoint, the joint bootstrap, and the typed summary (stops, censoring, the Corollary 4.6 slope at the
+caller's precision, an exact JSON round trip)."""
+
+import json
 
 import numpy as np
 import pytest
 from scipy.stats import binom
 
 from accessibility import law
+from accessibility.checks import InputError
 
 
 def test_n50_interval_is_the_binomial_order_statistic():
@@ -35,10 +39,72 @@ def test_line_fits_and_bootstrap():
     assert law.logistic_n50(ns, 1 / (1 + np.exp((ns - 12.3) / 2))) == pytest.approx(12.3, abs=1e-4)
 
 
-def test_summarize_uses_the_corollary_slope():
+def test_summarize_uses_the_corollary_slope_at_the_callers_precision():
     from accessibility.bounds import slope_bound
 
-    s = law.summarize({1: [5, 6, 7], 2: [10, 11, 12], 4: [20, 21, 22]}, d_model=64, vocab_size=16, n_boot=20)
-    assert s["slope"] == pytest.approx(5) and s["r2"] == pytest.approx(1) and s["n_points"] == 3
-    assert s["slope_theory"] == pytest.approx(float(slope_bound(d_model=64, vocab_size=16)))
-    assert s["ratio"] == pytest.approx(s["slope_theory"] / 5)
+    caps = {1: [5, 6, 7], 2: [10, 11, 12], 4: [20, 21, 22]}
+    s = law.summarize(caps, d_model=64, vocab_size=16, n_boot=20)
+    assert s.fit.slope == pytest.approx(5) and s.fit.r2 == pytest.approx(1) and s.fit.n_points == 3
+    assert s.slope_theory == pytest.approx(float(slope_bound(d_model=64, vocab_size=16)))
+    assert s.precision == "fp16" and s.ratio == pytest.approx(s.slope_theory / 5)
+    exact = law.summarize(caps, d_model=64, vocab_size=16, n_boot=20, precision="exact-bf16", r=30.0)
+    assert exact.precision == "exact-bf16" and exact.slope_theory == pytest.approx(
+        float(slope_bound(d_model=64, vocab_size=16, precision="exact-bf16", r=30.0)))
+    assert exact.slope_theory != s.slope_theory
+    absolute = law.summarize(caps, d_model=64, vocab_size=16, n_boot=20, eps=0.1, r=1.0)
+    assert absolute.precision == "absolute"
+    assert absolute.slope_theory == pytest.approx(64 * np.log(21) / np.log(16))
+    one = law.summarize({2: [3, 4, 5]}, d_model=64, vocab_size=16)
+    assert one.fit is None and one.fit_origin is None and one.ratio is None
+
+
+def _records(caps_by_m, stops_by_m, n_max=20):
+    return [{"m": m, "index": i, "capacity": c, "stop": stops_by_m[m][i], "n_max": n_max, "kind": "random"}
+            for m, caps in caps_by_m.items() for i, c in enumerate(caps)]
+
+
+def test_stops_censoring_and_the_lower_bound_flag():
+    records = _records({1: [4, 5, 6, 7, 8], 2: [9, 10, 11, 20, 20]},
+                       {1: ["patience"] * 4 + ["budget"],
+                        2: ["patience", "budget", "patience", "full", "n_max"]})
+    s = law.summarize(records, d_model=8, vocab_size=16, n_boot=50)
+    one, two = s.points
+    assert one.stops == {"budget": 1, "patience": 4} and one.n_censored == 0
+    assert not one.lower_bound     # the budget-stopped target is above the median: raising it changes nothing
+    assert two.stops == {"budget": 1, "full": 1, "n_max": 1, "patience": 2} and two.n_censored == 2
+    assert two.lower_bound and s.lower_bound   # the budget-stopped 10 sits below the median 11
+    mixed = records + [{**records[0], "kind": "text"}]
+    with pytest.raises(InputError, match="kind"):
+        law.summarize(mixed, d_model=8, vocab_size=16)
+
+
+def test_summary_json_round_trip_is_exact():
+    records = _records({1: [4, 5, 6, 7, 8], 2: [9, 10, 11, 20, 20], 4: [19, 21, 22, 23, 20]},
+                       {m: ["patience", "budget", "full", "patience", "n_max"] for m in (1, 2, 4)})
+    for s in (law.summarize(records, d_model=8, vocab_size=16, n_boot=50, precision="bf16"),
+              law.summarize({1: [3, 4]}, d_model=8, vocab_size=16)):     # an infinite interval, no fit
+        text = json.dumps(s.to_json())
+        assert law.CramSummary.from_json(json.loads(text)) == s
+    assert law.summarize({1: [3, 4]}, d_model=8, vocab_size=16).points[0].low == -np.inf
+
+
+def _independent_slope_interval(caps, n_boot=400, seed=0):
+    """The per-m bootstrap (each m resampled on its own): the reference the joint bootstrap must beat."""
+    gen = np.random.default_rng(seed)
+    ms = sorted(caps)
+    slopes = [law.fit_line(ms, [np.median(gen.choice(caps[m], len(caps[m]))) for m in ms]).slope
+              for _ in range(n_boot)]
+    return np.quantile(slopes, 0.025), np.quantile(slopes, 0.975)
+
+
+def test_joint_bootstrap_resamples_the_same_targets_at_every_m():
+    """Capacities that are a per-target offset plus 3·m: every joint replicate has slope exactly 3, while
+    resampling each m on its own spreads the slope."""
+    base = np.random.default_rng(1).integers(0, 40, size=24)
+    caps = {m: list(base + 3 * m) for m in (1, 2, 4, 8)}
+    low, high = law.bootstrap_slope(caps, n_boot=400)
+    assert low == pytest.approx(3) and high == pytest.approx(3)
+    ind_low, ind_high = _independent_slope_interval(caps)
+    assert ind_high - ind_low > 0.5
+    s = law.summarize(caps, d_model=8, vocab_size=16, n_boot=400)
+    assert (s.fit.low, s.fit.high) == pytest.approx((3, 3))

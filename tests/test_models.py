@@ -35,7 +35,8 @@ def test_missing_model_fails_at_once_with_how_to_get_it(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ModelUnavailableError, match="allow_download=True"):
         load_model("no-such-org/no-such-model")
-    with pytest.raises(ModelUnavailableError, match="EleutherAI/pythia-160m"):  # short paper names map to hub ids
+    # short paper names map to hub ids
+    with pytest.raises(ModelUnavailableError, match="EleutherAI/pythia-160m"):
         load_model("pythia-160m")
     assert issubclass(ModelUnavailableError, InputError)  # the CLI prints one line, exit 2
 
@@ -105,7 +106,8 @@ def test_smollm2_offline(request, monkeypatch):
 def test_gemma_offline_when_installed(monkeypatch):
     """Runs only where the optional wheels are installed and dequantized (never in CI)."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    if not models.gemma_wheel_installed() or not models._cache_valid(models.model_cache("gemma-3-270m"), None):
+    cached = models._cache_valid(models.model_cache("gemma-3-270m"), None)
+    if not models.gemma_wheel_installed() or not cached:
         pytest.skip("optional gemma-3-270m wheels not installed or not yet dequantized")
     gemma = load_model("gemma-3-270m")
     assert (gemma.info.d_model, gemma.info.vocab_size, gemma.info.bos_token_id) == (640, 262144, 2)
@@ -125,10 +127,12 @@ def test_gemma_norm_gains_survive_the_gguf_round_trip():
     stored = np.array([0.0, 1.0, 26.35, 301.0], dtype=np.float32)  # gains as in the file
     for name in ("output_norm.weight", "blk.3.attn_q_norm.weight", "blk.0.post_ffw_norm.weight"):
         np.testing.assert_allclose(processor.process(weights=stored, name=name).weights, stored - 1)
-    np.testing.assert_array_equal(processor.process(weights=stored, name="blk.0.ffn_up.weight").weights, stored)
+    plain = processor.process(weights=stored, name="blk.0.ffn_up.weight").weights
+    np.testing.assert_array_equal(plain, stored)
     norm = Gemma3RMSNorm(4, eps=1e-6)
     with torch.no_grad():
-        norm.weight.copy_(torch.from_numpy(processor.process(weights=stored, name="output_norm.weight").weights))
+        gains = processor.process(weights=stored, name="output_norm.weight").weights
+        norm.weight.copy_(torch.from_numpy(gains))
     x = torch.tensor([[1.0, -2.0, 3.0, 0.5]])
     expected = x / x.pow(2).mean().add(1e-6).sqrt() * torch.from_numpy(stored)
     torch.testing.assert_close(norm(x), expected)
@@ -139,7 +143,8 @@ def test_gemma_is_a_working_language_model_and_overflows_in_fp16(monkeypatch):
     """The loaded Gemma predicts English text (a gain shift by one would break it), and a plain fp16
     forward pass overflows: why the published fp16 statistics cannot be this vector as such."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    if not models.gemma_wheel_installed() or not models._cache_valid(models.model_cache("gemma-3-270m"), None):
+    cached = models._cache_valid(models.model_cache("gemma-3-270m"), None)
+    if not models.gemma_wheel_installed() or not cached:
         pytest.skip("optional gemma-3-270m wheels not installed or not yet dequantized")
     gemma = load_model("gemma-3-270m")
     text = (files("accessibility") / "data" / "text_pride_and_prejudice.txt").read_text()[2000:3000]

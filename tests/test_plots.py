@@ -15,7 +15,8 @@ from accessibility import plots  # noqa: E402
 def test_format_table_reads_as_a_table():
     df = pd.DataFrame({"n": [2774.0, 3.0], "count": [1, 2], "ratio_pg19": [22.474747, np.nan],
                        "met": [True, False], "name": ["a", None]},
-                      index=pd.MultiIndex.from_tuples([("toy", "random"), ("toy", "text")], names=["model", "kind"]))
+                      index=pd.MultiIndex.from_tuples([("toy", "random"), ("toy", "text")],
+                                                      names=["model", "kind"]))
     html = plots.format_table(df, {"ratio_pg19": 1}).to_html()
     from bs4 import BeautifulSoup
 
@@ -85,9 +86,11 @@ def test_glue_without_myst_nb_displays_only_when_asked(monkeypatch):
 
 
 def test_linear_law_legend_writes_a_negative_intercept_with_a_minus():
-    summary = {"n50": {1: 4.0, 2: 8.5, 4: 18.0}, "n50_ci": {1: (3, 5), 2: (8, 9), 4: (17, 19)},
-               "slope": 4.7, "intercept": -0.9, "r2": 0.99, "slope_origin": 4.4}
+    from accessibility import law
+
+    summary = law.summarize({1: [3, 4, 5], 2: [8, 9, 10], 4: [17, 18, 19]}, d_model=64, vocab_size=16,
+                            n_boot=20)  # n_50 = 4, 9, 18: least squares 4.64 m - 0.50
     fig = plots.plot_linear_law(summary)
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert any("4.70 m − 0.90" in label for label in labels) and not any("+ -" in label for label in labels)
+    assert any("4.64 m − 0.50" in label for label in labels) and not any("+ -" in label for label in labels)
     plt.close(fig)

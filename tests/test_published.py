@@ -1,4 +1,5 @@
-"""accessibility.published: the shipped table matches the published numbers and reproduces the paper's ratios."""
+"""accessibility.published: the shipped table matches the published numbers and reproduces the paper's
+ratios."""
 
 import math
 
@@ -9,7 +10,7 @@ import pytest
 from accessibility import published
 from accessibility.checks import InputError
 
-# The paper's published numbers (model: d, |V|, PG-19 slope, R², random slope, R²), typed independently of the CSV
+# The paper's published numbers (model: d, |V|, PG-19 slope, R², random slope, R²), typed
 # independently of the CSV so that a typo in either shows up.
 PUBLISHED_SLOPES = {
     "Pythia-160m": (768, 50304, 90.37, 0.999, 44.13, 0.996),
@@ -45,7 +46,8 @@ def test_table_matches_spec(table):
     for name, (d, v, s_pg, r2_pg, s_rand, r2_rand) in PUBLISHED_SLOPES.items():
         row = table.loc[name]
         assert (row.d_model, row.vocab_size) == (d, v)
-        assert (row.slope_pg19, row.r2_pg19, row.slope_random, row.r2_random) == (s_pg, r2_pg, s_rand, r2_rand)
+        fits = (row.slope_pg19, row.r2_pg19, row.slope_random, row.r2_random)
+        assert fits == (s_pg, r2_pg, s_rand, r2_rand)
     for name, slope in PUBLISHED_TABLE_SLOPES.items():
         assert table.loc[name, "slope_table"] == slope
     for name, stats in PUBLISHED_SUPPORT.items():
@@ -71,7 +73,8 @@ def test_published_slopes_are_the_fits_of_the_published_n50():
 
 
 def test_disagreements_are_flagged_not_resolved(table):
-    assert table.loc["Pythia-410m", "slope_table"] == 112.4 and table.loc["Pythia-410m", "slope_pg19"] == 111.14
+    assert table.loc["Pythia-410m", "slope_table"] == 112.4
+    assert table.loc["Pythia-410m", "slope_pg19"] == 111.14
     assert "112.4" in table.loc["Pythia-410m", "flag"] and "111.14" in table.loc["Pythia-410m", "flag"]
     assert "287.4" in table.loc["Pythia-1b", "flag"] and "Pythia-1.4b" in table.loc["Pythia-1b", "flag"]
     assert "261.4" in table.loc["Pythia-1.4b", "flag"]
@@ -84,7 +87,8 @@ def test_provenance_covers_every_column(table):
     prov = published.column_provenance()
     shipped = set(table.columns) - {"table_minus_figure"} | {"name"}
     assert shipped == set(prov.index)
-    assert "config.json" in prov.loc["d_model", "source"] and "config.json" in prov.loc["vocab_size", "source"]
+    assert "config.json" in prov.loc["d_model", "source"]
+    assert "config.json" in prov.loc["vocab_size", "source"]
     assert prov["source"].notna().all()
 
 
@@ -110,3 +114,23 @@ def test_theory_table_reproduces_paper_ratios():
     exact = published.theory_table(precision="exact-fp16")
     assert (exact["slope"].dropna() > theory.loc[exact["slope"].dropna().index, "slope"]).all()
     assert exact["log10_N_unbounded"].isna().all() and theory["log10_N_unbounded"].notna().all()
+
+
+def test_the_table_is_read_once_and_handed_out_as_copies(monkeypatch):
+    reads = []
+    real = pd.read_csv
+    monkeypatch.setattr(pd, "read_csv", lambda *a, **k: reads.append(1) or real(*a, **k))
+    published._table.cache_clear()
+    for name in ("pythia-160m", "Qwen2.5-0.5B", "gemma-3-270m"):
+        published.lookup(name)
+    published.theory_table()
+    mine = published.load_table()
+    mine.loc["Pythia-160m", "d_model"] = 1
+    assert len(reads) == 1 and published.lookup("pythia-160m")["d_model"] == 768
+
+
+def test_paper_models_are_the_tables_hub_ids():
+    from accessibility.models import PAPER_MODELS
+
+    table = published.load_table()
+    assert PAPER_MODELS == {name.lower(): hf_id for name, hf_id in table["hf_id"].items()}

@@ -1,8 +1,14 @@
-"""Record logs survive a kill in mid-write: a torn last line is ignored, then cut before the next append."""
+"""Record logs survive a kill in mid-write and are parsed once; runs are saved and loaded in one layout,
+and the shipped runs load by name with commands that rebuild their config."""
 
+import importlib
 import json
+from pathlib import Path
 
-from accessibility.results import RecordLog
+import pytest
+
+from accessibility.checks import InputError
+from accessibility.results import RecordLog, config_hash, load_run, save_run, shipped_runs
 
 
 def test_torn_last_line_is_ignored_then_cut(tmp_path):
@@ -18,3 +24,78 @@ def test_torn_last_line_is_ignored_then_cut(tmp_path):
     assert [json.loads(line)["key"] for line in lines] == ["a", "b", "c"]
     resumed.append({"key": "d", "n": 4})                    # an intact tail is left alone
     assert [r["n"] for r in RecordLog(log.path)] == [1, 2, 3, 4]
+
+
+def test_record_log_parses_once_omits_and_times(tmp_path, monkeypatch):
+    log = RecordLog(tmp_path / "runs.jsonl", omit=("mem",), timed=True)
+    log.append({"key": "a", "mem": [1.0, 2.0]})
+    first = json.loads(log.path.read_text().splitlines()[0])
+    assert "mem" not in first and first["seconds"] >= 0
+    reads, real_open = [], Path.open
+
+    def counting_open(self, mode="r", *args, **kwargs):
+        reads.extend([self] if mode == "r" else [])
+        return real_open(self, mode, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", counting_open)
+    resumed = RecordLog(log.path)                       # a resumed run: iterate, test keys, append, read all
+    assert [r["key"] for r in resumed] == ["a"] and "a" in resumed and "b" not in resumed
+    resumed.append({"key": "b"})
+    assert [r["key"] for r in resumed.records()] == ["a", "b"] and len(reads) == 1
+
+
+def test_save_and_load_a_run(tmp_path):
+    folder = tmp_path / "run"
+    config = {"kind": "demo", "config": {"n": 3}, "command": "accessibility demo --n 3"}
+    assert save_run(folder, config) == folder                      # started: config only
+    with pytest.raises(InputError, match="unfinished.*accessibility demo --n 3"):
+        load_run(folder)
+    save_run(folder, config, records=[{"key": "a", "x": 1}], summary={"total": 1})
+    run = load_run(str(folder))
+    assert run.config["command"] == "accessibility demo --n 3"
+    assert run.config["config_hash"] == config_hash({"n": 3})
+    assert run.records == [{"key": "a", "x": 1}] and run.summary == {"total": 1}
+    assert {"versions", "created", "kind"} <= set(run.config)
+    with pytest.raises(InputError, match="another run"):
+        save_run(folder, {"kind": "demo", "config": {"n": 4}})
+    save_run(folder, {**config, "command": "accessibility demo --n 3 --more"}, summary={"total": 2})
+    again = load_run(folder)
+    assert again.command == "accessibility demo --n 3 --more"
+    assert again.config["created"] == run.config["created"]
+    assert again.config["commands"] == ["accessibility demo --n 3", "accessibility demo --n 3 --more"]
+    with pytest.raises(InputError, match="no saved run 'nowhere'.*shipped"):
+        load_run("nowhere")
+    with pytest.raises(InputError, match="accessibility cram ... --save cram-missing"):
+        load_run("cram-missing")
+
+
+def test_shipped_runs_load_by_name_and_their_commands_rebuild_their_config():
+    """Each shipped run's command parses with today's flags and hashes to the config it records, so running
+    it regenerates (or resumes) that very folder."""
+    import shlex
+
+    from accessibility.cli import build_parser
+
+    names = shipped_runs()
+    assert {"geometry-smollm2-135m", "copy-rope", "cram-smollm2-135m-random-tokens"} <= set(names)
+    for name in names:
+        run = load_run(name)
+        argv = shlex.split(run.command)[1:]
+        assert argv[0] == run.config["kind"] and f"accessibility/data/runs/{name}" in argv
+        module = importlib.import_module(f"accessibility.cli.{argv[0]}")
+        rebuilt = module.run_config(build_parser(argv[0]).parse_args(argv))
+        assert config_hash(rebuilt) == run.config["config_hash"]
+        assert run.summary["compute_seconds"] is None or run.summary["compute_seconds"] > 0
+        assert all("mem" not in r for r in run.records)
+
+
+def test_package_data_ships_every_data_file():
+    """The wheel's package-data patterns (setuptools globs, no recursion) cover every file under
+    accessibility/data, the shipped runs' nested folders included."""
+    tomllib = pytest.importorskip("tomllib")
+    root = Path(__file__).resolve().parent.parent
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    package = root / "accessibility"
+    shipped = {p for pattern in patterns["accessibility"] for p in package.glob(pattern)}
+    files = {p for p in (package / "data").rglob("*") if p.is_file()}
+    assert files and files <= shipped

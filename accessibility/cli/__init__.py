@@ -1,10 +1,12 @@
 """Command-line entry point: ``accessibility <command> ...`` (also ``python -m accessibility``).
 
-Each command lives in its own module ``accessibility.cli.<command>`` with two functions:
-``add_arguments(parser)`` and ``run(args) -> dict``. This module adds the common ``--json`` flag,
-prints the returned mapping (one JSON object with ``--json``, else ``key: value`` lines) and turns
-bad input into one line on stderr with exit status 2, never a traceback. Command modules import
-heavy libraries (torch, transformers) inside ``run`` so that ``--help`` stays fast.
+Each command lives in its own module ``accessibility.cli.<command>`` with three functions:
+``add_arguments(parser)``, ``run(args) -> dict`` and ``text(result) -> str``; the flags they share
+are defined once in :mod:`accessibility.cli._common`, and command modules import none of each other.
+This module adds the common ``--json`` flag, prints the returned mapping (one JSON object with
+``--json``, else the command's aligned text summary with units) and turns bad input into one line on
+stderr with exit status 2, never a traceback. Command modules import heavy libraries (torch,
+transformers) inside ``run`` so that ``accessibility bound`` never pays for them.
 """
 
 from __future__ import annotations
@@ -21,10 +23,13 @@ from accessibility.results import CURRENT_COMMAND, to_json
 #: Command name -> one-line help. Each has a module ``accessibility.cli.<name>``.
 COMMANDS = {
     "bound": "upper bounds of Theorem 4.5 and Corollaries 4.6 / 4.10 for a width, vocabulary and precision",
-    "geometry": "support of a model's final hidden states: radii, cosines, cone, box, ellipsoid and refined slopes",
+    "geometry": "support of a model's final hidden states: radii, cosines, cone, box, ellipsoid and "
+                "refined slopes",
     "cells": "decoder-cell shares of a model (argmax or Voronoi), their entropy H and the refined slope",
-    "cram": "cram targets into m soft-prompt vectors: capacities, n_50(m), the linear law and the theory ratio",
-    "copy": "train a model to copy strings: accuracy against length beyond training, copy_n50 with its interval",
+    "cram": "cram targets into m soft-prompt vectors: capacities, n_50(m), the linear law and the "
+            "theory ratio",
+    "copy": "train a model to copy strings: accuracy against length beyond training, copy_n50 with "
+            "its interval",
 }
 
 
@@ -51,17 +56,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         cmd.description = (module.__doc__ or help_text).strip()
         module.add_arguments(cmd)
         cmd.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-        cmd.set_defaults(_run=module.run)
+        cmd.set_defaults(_run=module.run, _text=module.text)
     return parser
-
-
-def format_text(result: dict) -> str:
-    """``key: value`` lines; nested values as compact JSON."""
-    lines = []
-    for key, value in result.items():
-        shown = value if isinstance(value, (str, int, float, bool, type(None))) else to_json(value)
-        lines.append(f"{key}: {shown}")
-    return "\n".join(lines)
 
 
 def _torch_threads(n: int | None):
@@ -86,5 +82,5 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     finally:
         CURRENT_COMMAND.reset(token)
-    print(to_json(result) if args.json else format_text(result))
+    print(to_json(result) if args.json else args._text(result))
     return 0

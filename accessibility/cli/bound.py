@@ -15,32 +15,35 @@ from __future__ import annotations
 
 import math
 
-from accessibility.precision import EXACT, PRECISIONS
+from accessibility.cli._common import (
+    add_precision_arguments, add_save_argument, aligned, needs_radius, precision_of,
+)
+from accessibility.precision import EXACT
 
-#: Precisions offered by ``--precision`` (``absolute`` is chosen by giving ``--eps``).
-CHOICES = tuple(p for p in PRECISIONS if p != "absolute")
+#: Columns of :func:`accessibility.published.theory_table` shown for a model of the table (their
+#: theory side recomputed at this command's width, vocabulary, radius, min cos and precision).
+THEORY_COLUMNS = ("slope_cells", "slope_cone_cells", "ratio_pg19", "ratio_table")
+#: Published columns shown as they are, prefixed ``published_``.
+PUBLISHED_COLUMNS = ("slope_pg19", "r2_pg19", "slope_random", "r2_random", "slope_table")
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--model", metavar="NAME", help="a model of the shipped table (case-insensitive), "
-                        "e.g. pythia-160m, qwen2.5-0.5b, llama-3.2-1b, gemma-3-270m")
+                        "e.g. pythia-160m, qwen2.5-0.5b, llama-3.2-1b, gemma-3-270m; its published r and "
+                        "min cos are used unless given")
     parser.add_argument("--d-model", type=int, metavar="D", help="model width d")
-    parser.add_argument("--vocab-size", type=int, metavar="V", help="vocabulary size |V| (rows of the unembedding)")
-    parser.add_argument("--r", type=float, metavar="R", help="support radius (largest |coordinate|); "
-                        "needed by --eps and exact-* precisions; relative precisions do not depend on it")
-    parser.add_argument("--precision", choices=CHOICES, default=None,
-                        help="fp16|bf16|fp32: relative ε = r·u (unit roundoff; default fp16); exact-*: the exact "
-                        "number of float values in [-r, r]")
-    parser.add_argument("--eps", type=float, metavar="EPS", help="absolute precision ε (needs --r, or --model "
-                        "for its published radius)")
+    parser.add_argument("--vocab-size", type=int, metavar="V",
+                        help="vocabulary size |V| (rows of the unembedding)")
+    add_precision_arguments(parser, radius=True)
     parser.add_argument("--min-cos", type=float, metavar="X", help="smallest pairwise cosine: adds the cone "
                         "refinement with half-angle arccos(X)/2 (published convention)")
-    parser.add_argument("--m", type=int, metavar="M", help="prompt length in vectors: adds Theorem 4.5's count "
-                        "and Corollary 4.6's n* <= C·m")
-    parser.add_argument("--n", type=int, metavar="N", help="output length (needs --m): adds the log10 bound on "
-                        "the accessible fraction of V^n (Corollary 4.6)")
+    parser.add_argument("--m", type=int, metavar="M", help="prompt length in vectors: adds Theorem 4.5's "
+                        "count and Corollary 4.6's n* <= C·m")
+    parser.add_argument("--n", type=int, metavar="N", help="output length (needs --m): adds the log10 bound "
+                        "on the accessible fraction of V^n (Corollary 4.6)")
     parser.add_argument("--delta", type=float, metavar="DELTA", help="with --m: the length past which the "
                         "accessible fraction is below DELTA")
+    add_save_argument(parser, default="none: a calculation is not saved")
 
 
 def _inputs(args) -> dict:
@@ -48,21 +51,18 @@ def _inputs(args) -> dict:
     from accessibility import published
     from accessibility.checks import InputError
 
+    spec = precision_of(args)
     row = published.lookup(args.model) if args.model else None
-    known = lambda column: None if row is None or math.isnan(row[column]) else float(row[column])  # noqa: E731
+
+    def known(column):
+        return None if row is None or math.isnan(row[column]) else float(row[column])
+
     d = args.d_model if args.d_model is not None else (None if row is None else int(row["d_model"]))
     v = args.vocab_size if args.vocab_size is not None else (None if row is None else int(row["vocab_size"]))
     if d is None or v is None:
         raise InputError("give --d-model and --vocab-size, or --model NAME")
-    if args.eps is not None and args.precision is not None:
-        raise InputError("give either --eps (absolute ε) or --precision, not both")
     r = args.r if args.r is not None else known("linf_max")
-    if args.eps is not None and not args.eps > 0:
-        raise InputError(f"eps must be > 0, got {args.eps!r}")
-    if args.eps is not None and r is None:
-        raise InputError("--eps (an absolute ε) needs --r (the support radius) or a --model with a published one")
-    if args.precision in EXACT and r is None:
-        raise InputError(f"--precision {args.precision} counts float values in [-r, r] and needs --r")
+    needs_radius({**spec, "r": r})
     min_cos = args.min_cos if args.min_cos is not None else known("min_cos")
     if args.min_cos is not None and d < 2:
         raise InputError("--min-cos (the cone refinement) needs --d-model >= 2")
@@ -85,7 +85,7 @@ def run(args) -> dict:
     c = bounds.slope(numerator, vocab_size=v)
     has_eps = args.precision not in EXACT and (r is not None or args.eps is not None)
     out = {"model": None if row is None else row.name, "d_model": d, "vocab_size": v,
-           "precision": args.precision or ("absolute" if args.eps is not None else "fp16"), "r": r,
+           "precision": precision_of(args)["precision"], "r": r,
            "eps": bounds.resolve_eps(**prec) if has_eps else None,
            "log_levels": bounds.log_levels(**prec), "numerator": numerator,
            "log10_count_per_vector": bounds.to_log10(numerator), "slope": c}
@@ -97,7 +97,8 @@ def run(args) -> dict:
         out.update(min_cos=min_cos, phi=float(bounds.cone_half_angle(min_cos)), log_cone_fraction=log_f,
                    slope_cone=c_cone)
     if row is not None:
-        out.update(_published(row, numerator, out.get("log_cone_fraction"), c))
+        out.update(_published(row, d, v, r, out.get("min_cos"), args.precision,
+                              absolute=args.eps is not None))
     if args.m is not None:
         m = int(at_least("m", args.m, 1, integer=True))
         out.update(m=m, log10_count=bounds.to_log10(bounds.log_count(d_model=d, m=m, **prec)),
@@ -108,22 +109,64 @@ def run(args) -> dict:
             n = int(at_least("n", args.n, 1, integer=True))
             out.update(n=n, log10_fraction_bound=bounds.log10_fraction_bound(n=n, m=m, slope=c, vocab_size=v))
             if c_cone is not None:
-                out["log10_fraction_bound_cone"] = bounds.log10_fraction_bound(n=n, m=m, slope=c_cone, vocab_size=v)
+                out["log10_fraction_bound_cone"] = bounds.log10_fraction_bound(n=n, m=m, slope=c_cone,
+                                                                               vocab_size=v)
     if args.precision not in EXACT:  # Corollary 4.10 needs a metric resolution ε
         out["log10_N_unbounded"] = bounds.log10_unbounded_threshold(d_model=d, vocab_size=v, **prec)
+    if args.save:
+        from accessibility.cli._common import save
+
+        flags = {k: v for k, v in vars(args).items() if k not in ("command", "json", "save") and k[0] != "_"}
+        return save(args, "bound", flags, out)
     return out
 
 
-def _published(row, numerator, log_f, c) -> dict:
-    """The model's published H and slopes, the refined slopes and the theory/experiment ratios."""
-    h = row["cell_entropy"]
-    out = {"cell_entropy": h, "slope_cells": numerator / h}
-    if log_f is not None:
-        out["slope_cone_cells"] = (numerator + log_f) / h
-    for column in ("slope_pg19", "r2_pg19", "slope_random", "r2_random", "slope_table"):
-        out[f"published_{column}"] = float(row[column])
-    out["ratio_pg19"] = c / row["slope_pg19"]
-    out["ratio_table"] = c / row["slope_table"]
+def _published(row, d: int, v: int, r, min_cos, precision: str | None, absolute: bool) -> dict:
+    """The model's published H and slopes, and :func:`accessibility.published.theory_table`'s refined
+    slopes and ratios for its row with this command's d, |V|, r and min cos. The table's conventions
+    are relative and exact precisions: with an ``absolute`` ε its theory columns are None."""
+    import pandas as pd
+
+    from accessibility.published import theory_table
+
+    out = {"cell_entropy": float(row["cell_entropy"]),
+           **{f"published_{c}": float(row[c]) for c in PUBLISHED_COLUMNS}}
     if row["flag"]:
         out["published_flag"] = row["flag"]
-    return out
+    columns = THEORY_COLUMNS if min_cos is not None else tuple(c for c in THEORY_COLUMNS if "cone" not in c)
+    if absolute:
+        return out | dict.fromkeys(columns)
+    mine = row.copy()
+    mine[["d_model", "vocab_size", "linf_max", "min_cos"]] = [d, v, math.nan if r is None else r,
+                                                              math.nan if min_cos is None else min_cos]
+    theory = theory_table(precision=precision, table=pd.DataFrame([mine])).iloc[0]
+    return out | {c: float(theory[c]) for c in columns}
+
+
+#: The text output: (key, label, unit), in order; keys a run does not have are left out.
+TEXT_ROWS = (
+    ("model", "model", ""), ("d_model", "width d", ""), ("vocab_size", "vocabulary |V|", "tokens"),
+    ("precision", "precision", ""), ("r", "support radius r", ""), ("eps", "ε", "(per coordinate)"),
+    ("log_levels", "ln levels per coordinate", "nats"),
+    ("log10_count_per_vector", "count per vector", "log10"),
+    ("slope", "slope C (Corollary 4.6)", "tokens per vector"), ("min_cos", "min cos", ""),
+    ("phi", "cone half-angle φ", "rad"), ("slope_cone", "slope C, cone", "tokens per vector"),
+    ("m", "m", "vectors"), ("log10_count", "accessible sequences (Theorem 4.5)", "log10"),
+    ("n_star_bound", "n* <= C·m", "tokens"), ("n_delta", "n past which the fraction < δ", "tokens"),
+    ("n", "n", "tokens"), ("log10_fraction_bound", "accessible fraction of V^n", "log10"),
+    ("log10_fraction_bound_cone", "accessible fraction, cone", "log10"),
+    ("log10_N_unbounded", "N unbounded (Corollary 4.10)", "log10 tokens"),
+    ("cell_entropy", "published cell entropy H", "nats"),
+    ("slope_cells", "slope C / H (cells)", "tokens per vector"),
+    ("slope_cone_cells", "slope C, cone / H", "tokens per vector"),
+    ("published_slope_pg19", "published slope, PG-19", "tokens per vector"),
+    ("published_slope_random", "published slope, random", "tokens per vector"),
+    ("published_slope_table", "published slope, table", "tokens per vector"),
+    ("ratio_pg19", "ratio C / PG-19 slope", ""), ("ratio_table", "ratio C / table slope", ""),
+    ("published_flag", "published flag", ""), ("folder", "saved in", ""),
+)
+
+
+def text(result: dict) -> str:
+    """The inputs, then each bound with its unit."""
+    return aligned([(label, result.get(key), unit) for key, label, unit in TEXT_ROWS])

@@ -7,10 +7,11 @@ passes, slow). Then draws N points in chunks and assigns each to its argmax cell
 decoding does; default) or its Euclidean Voronoi cell (the published pipeline's choice). Prints
 H = -mean ln p_v, its bootstrap band, the zero-count fraction, ln N (the resolution floor), H at
 N/2, N/4, ..., the published k-fold log-convolution estimate and the slope C_cells = d ln(1 + 2r/ε) / H.
+The run is saved with ``--save DIR`` (default ``results/cells/<config hash>``).
 
 Examples::
 
-    accessibility cells --model smollm2-135m --samples 100000 --json
+    accessibility cells --model smollm2-135m --json
     accessibility cells --model toy --region ball --assign voronoi
 """
 
@@ -19,46 +20,61 @@ from __future__ import annotations
 import math
 import time
 
-from accessibility.cli.geometry import (
-    add_model_arguments, add_sampling_arguments, geometry_config, load_from_args, precision_of, published_row,
-    save,
+from accessibility.cli._common import (
+    add_model_arguments, add_precision_arguments, add_run_arguments, add_sampling_arguments, aligned,
+    geometry_config, load_model, number, precision_of, published_row, save, table,
 )
-
-#: Default Monte-Carlo points: about 100 s of argmax assignment on SmolLM2-135M (about 1000 points/s on
-#: two CPU cores, benchmarks/cells_throughput.py), after a minute of geometry sampling.
-DEFAULT_SAMPLES = 100_000
 
 
 def add_arguments(parser) -> None:
-    from accessibility.cells import ASSIGNMENTS, REGIONS
+    from accessibility.cells import ASSIGNMENTS, REGIONS, CellsConfig
+    from accessibility.geometry import GeometryConfig
 
-    add_model_arguments(parser)
-    parser.add_argument("--samples", type=int, default=DEFAULT_SAMPLES, help="Monte-Carlo points N")
-    parser.add_argument("--region", choices=REGIONS, default="box", help="where points are drawn (default box)")
-    parser.add_argument("--assign", choices=ASSIGNMENTS, default="argmax", help="cell type (default argmax)")
-    parser.add_argument("--geometry-samples", type=int, default=256, help="prompts per length to measure the region")
-    parser.add_argument("--chunk", type=int, default=None, help="points per matrix multiply")
+    default = CellsConfig()
+    add_model_arguments(parser, default="smollm2-135m")
+    parser.add_argument("--samples", type=int, default=default.samples,
+                        help="Monte-Carlo points N (default %(default)s)")
+    parser.add_argument("--region", choices=REGIONS, default=default.region,
+                        help="where points are drawn (default %(default)s)")
+    parser.add_argument("--assign", choices=ASSIGNMENTS, default=default.assign,
+                        help="cell type (default %(default)s)")
+    parser.add_argument("--geometry-samples", type=int, default=GeometryConfig().samples,
+                        help="prompts per length to measure the region (default %(default)s)")
+    parser.add_argument("--chunk", type=int, default=default.batch_size,
+                        help="points per matrix multiply (default %(default)s)")
     parser.add_argument("--top", type=int, default=10, help="list the TOP largest cells")
     add_sampling_arguments(parser)
+    add_precision_arguments(parser, radius=False)
+    add_run_arguments(parser)
 
 
-def region_for(args, loaded):
-    """The region of ``--region`` and the pooled support statistics it came from."""
-    from accessibility import cells, geometry
+def run_config(args) -> dict:
+    """What determines the result (the run folder's hash)."""
+    from accessibility.cells import CellsConfig
 
     per_length = args.geometry_samples
     if args.region == "hidden":
         per_length = max(per_length, math.ceil(args.samples / len(args.lengths)))
-    config = geometry_config(args, per_length)
-    measured = geometry.measure_geometry(loaded, config, progress=args.progress)
+    cells = CellsConfig(samples=args.samples, region=args.region, assign=args.assign, seed=args.seed,
+                        batch_size=args.chunk)
+    return {"model": args.model, "dtype": args.dtype, "geometry": geometry_config(args, per_length),
+            "cells": cells, **precision_of(args)}
+
+
+def region_for(args, loaded, config):
+    """The region of ``--region`` and the pooled support statistics it came from. Pairwise cosines
+    (O(n²·d), never shown by this command) are not computed."""
+    from accessibility import cells, geometry
+
+    measured = geometry.measure_geometry(loaded, config, progress=args.progress, cosines=False)
     stats = measured.pooled
     if args.region == "ball":
-        return cells.Region.ball(stats.d_model, stats.r_2), stats, config
+        return cells.Region.ball(stats.d_model, stats.r_2), stats
     if args.region == "box":
-        return cells.Region.box(stats.lows, stats.highs), stats, config
+        return cells.Region.box(stats.lows, stats.highs), stats
     import torch
 
-    return cells.Region.hidden(torch.cat(list(measured.hidden.values()))), stats, config
+    return cells.Region.hidden(torch.cat(list(measured.hidden.values()))), stats
 
 
 def run(args) -> dict:
@@ -66,14 +82,13 @@ def run(args) -> dict:
     from accessibility.bounds import slope_bound
 
     start = time.perf_counter()
-    loaded = load_from_args(args)
-    region, stats, geo_config = region_for(args, loaded)
-    config = cells.CellsConfig(samples=args.samples, region=args.region, assign=args.assign, seed=args.seed,
-                               batch_size=args.chunk or cells.DEFAULT_BATCH)
-    shares = cells.estimate_cells(loaded.unembedding(), region, config, bias=loaded.unembedding_bias(),
-                                  progress=args.progress)
-    info = loaded.info
+    config = run_config(args)
     precision = precision_of(args)
+    loaded = load_model(args)
+    region, stats = region_for(args, loaded, config["geometry"])
+    shares = cells.estimate_cells(loaded.unembedding(), region, config["cells"],
+                                  bias=loaded.unembedding_bias(), progress=args.progress)
+    info = loaded.info
     refined = geometry.refined_slopes(stats, vocab_size=info.vocab_size, entropy=shares.entropy, **precision)
     uniform = float(slope_bound(d_model=info.d_model, vocab_size=info.vocab_size, r=stats.r_inf, **precision))
     top = cells.top_cells(shares.shares, loaded.tokenizer, args.top)
@@ -86,8 +101,31 @@ def run(args) -> dict:
         "slope_cone_cells": refined.cone,
         "top_cells": top.to_dict(orient="records"),
         "published": published_row(info.name),
-        "seconds": time.perf_counter() - start,
+        "compute_seconds": time.perf_counter() - start,
     }
-    run_config = {"model": info.name, "dtype": args.dtype, "geometry": geo_config, "cells": config,
-                  **precision}
-    return save(args, "cells", run_config, result)
+    return save(args, "cells", config, result)
+
+
+def text(result: dict) -> str:
+    """H with its band and resolution, the slopes, the trend with N and the largest cells."""
+    published = (result["published"] or {}).get("entropy_H")
+    low, high = result["entropy_band"]
+    summary = aligned([
+        ("cell entropy H", result["entropy_H"],
+         f"nats (band {low:.4g} to {high:.4g}; published {number(published)})"),
+        ("H, k-fold convolution", result["entropy_convolution"], "nats"),
+        ("ln |V|, ln real tokens", f"{result['log_vocab']:.4g}, {result['log_real_tokens']:.4g}", "nats"),
+        ("ln N (resolution floor)", result["log_samples"], "nats"),
+        ("zero-count fraction", result["zero_count_fraction"], ""),
+        ("slope C, uniform cells", result["slope_uniform"], f"tokens per vector ({result['precision']})"),
+        ("slope C, ball / H", result["slope_cells"], "tokens per vector"),
+        ("slope C, box / H", result["slope_box_cells"], "tokens per vector"),
+        ("slope C, cone / H", result["slope_cone_cells"], "tokens per vector"),
+        ("compute time", result["compute_seconds"], "s"), ("saved in", result["folder"], "")])
+    history = table(["N", "H (nats)", "zero-count fraction"],
+                    [[h["samples"], h["entropy_H"], h["zero_count_fraction"]] for h in result["history"]])
+    cells = [[c["token_id"], repr(c["token"]), c["share"], c["times_uniform"]] for c in result["top_cells"]]
+    top = table(["token id", "token", "share", "share·|V|"], cells)
+    title = (f"{result['model']}: {result['assign']} cells, N = {result['samples']} points in the "
+             f"{result['region']} region")
+    return "\n".join([title, summary, "", history, "", top])

@@ -1,15 +1,26 @@
 """Cram targets into m soft-prompt vectors of a frozen model: capacities, n_50(m) and the linear law.
 
 Each target's capacity (the longest prefix a found prompt reproduces under greedy generate) is
-written to ``OUT/cram-<config hash>/records.jsonl`` as soon as it is known; running the same command
-again resumes where it stopped. Prints n_50 per m with a confidence interval, the slope of
-n_50 = a·m + b with R² and a bootstrap interval, the Corollary 4.6 slope for the same model
-(fp16 relative precision) and the ratio theory / experiment.
+appended to ``records.jsonl`` in the run folder (``--save DIR``, default
+``results/cram/<config hash>``) as soon as it is known; running the same command again resumes
+where it stopped. Prints n_50 per m with its confidence interval and how the searches ended, the
+slope of n_50 = a·m + b (and through 0) with R² and joint-bootstrap intervals, the Corollary 4.6
+slope C for the same model at the chosen precision (default fp16 relative) and the ratio
+theory / experiment.
+
+Examples::
+
+    accessibility cram --model toy --m 1 2 4 8 --json
+    accessibility cram --model smollm2-135m --kind text --m 1 2 --targets 16 --threads 1 --save runs/text
+    accessibility cram --model toy --precision exact-bf16 --r 30
 """
 
 from __future__ import annotations
 
-import time
+from accessibility.cli._common import (
+    add_model_arguments, add_precision_arguments, add_run_arguments, aligned, load_model, needs_radius,
+    number, precision_of, start_run, table,
+)
 
 #: Flags that map one-to-one onto CramConfig fields (None: keep the preset's value).
 OVERRIDES = {
@@ -20,31 +31,41 @@ OVERRIDES = {
     "growth": (float, "stage length factor after each solved stage (1: fixed length)"),
     "n_max": (int, "longest target length in tokens"),
 }
+#: Fields of a cramming record a saved run leaves out unless --keep-mem: the [mem] vectors (m × d
+#: floats each, the bulk of a record).
+BULKY = ("mem",)
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--model", default="toy", help="toy, smollm2-135m, a paper model, a folder or a hub id")
+    import inspect
+
+    from accessibility.cramming import DTYPES, CramConfig, sweep
+    from accessibility.targets import KINDS
+
+    add_model_arguments(parser, default="toy")
+    batch = inspect.signature(sweep).parameters["batch_size"].default
     parser.add_argument("--m", type=int, nargs="+", default=[1, 2, 4], help="numbers of [mem] vectors")
     parser.add_argument("--targets", type=int, default=16, help="targets per m (K)")
-    parser.add_argument("--kind", choices=("random", "text"), default="random",
+    parser.add_argument("--kind", choices=KINDS, default=KINDS[0],
                         help="uniform random real tokens, or chunks of the shipped public-domain text")
     parser.add_argument("--preset", choices=("paper", "quick"), default="quick", help="optimiser preset")
-    parser.add_argument("--batch-size", type=int, default=16, help="targets per forward pass (1: one at a time)")
+    parser.add_argument("--batch-size", type=int, default=batch,
+                        help="targets per forward pass (1: one at a time; default %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="fixes the targets and the initial [mem]")
-    parser.add_argument("--out", default="results/cramming", help="folder of run folders (resumable; default %(default)s)")
     parser.add_argument("--first-token", choices=("given", "predicted"), default="given",
                         help="t_1 is an input (published protocol) or must be produced by [mem]")
-    parser.add_argument("--prefix", default="auto",
+    parser.add_argument("--prefix", default=CramConfig.prefix,
                         help="token before [mem]: auto (the model's default), none, or a token id")
-    parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32", help="autocast dtype")
-    parser.add_argument("--model-dtype", choices=("float32", "float64"), default="float32",
-                        help="dtype of the model weights (float64 for numerical checks)")
-    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
-    parser.add_argument("--progress", action="store_true", help="show a progress bar over targets")
-    parser.add_argument("--export", default=None,
-                        help="also write a small copy (records without [mem], config with the command, summary) here")
+    parser.add_argument("--autocast-dtype", choices=DTYPES, default=CramConfig.dtype,
+                        help="autocast dtype of the optimisation (certification runs without; "
+                        "default %(default)s)")
     for name, (kind, help_text) in OVERRIDES.items():
         parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=None, help=help_text)
+    add_precision_arguments(parser, radius=True)
+    add_run_arguments(parser, resumable=True)
+    parser.add_argument("--keep-mem", action="store_true",
+                        help="keep each found [mem] (m × d floats) in its record (large; off keeps "
+                        "runs small)")
 
 
 def config_from_args(args):
@@ -58,58 +79,62 @@ def config_from_args(args):
         prefix = int(prefix)
     changes = {k: getattr(args, k) for k in OVERRIDES if getattr(args, k) is not None}
     return CramConfig.preset(args.preset, first_token_given=args.first_token == "given", prefix=prefix,
-                             dtype=args.dtype, **changes)
+                             dtype=args.autocast_dtype, **changes)
+
+
+def run_config(args) -> dict:
+    """What determines the records (the run folder's hash): not --m, --targets or --batch-size, so
+    that a later command can add values of m or targets to the same folder."""
+    return {"model": args.model, "dtype": args.dtype, "kind": args.kind, "seed": args.seed,
+            "cram": config_from_args(args)}
 
 
 def run(args) -> dict:
-    import torch
-
     from accessibility.checks import at_least
     from accessibility.cramming import sweep
     from accessibility.law import summarize
-    from accessibility.models import load_model
-    from accessibility.results import RecordLog, config_hash, run_folder, write_json
+    from accessibility.results import RECORDS_FILE, RecordLog, config_hash, save_run
 
-    start = time.perf_counter()
     at_least("--targets", args.targets, 1, integer=True)
     at_least("--m", args.m, 1, integer=True)
-    cfg = config_from_args(args)
-    # The folder depends on what determines the results, not on --m, --targets or --batch-size.
-    config = {"model": args.model, "model_dtype": args.model_dtype, "kind": args.kind, "seed": args.seed,
-              "cram": cfg}
-    folder = run_folder(args.out, "cram", config)
-    lm = load_model(args.model, dtype=getattr(torch, args.model_dtype))
-    caps = sweep(lm, args.kind, sorted(set(args.m)), args.targets, cfg, seed=args.seed,
-                 log=RecordLog(folder / "records.jsonl"), batch_size=args.batch_size,
-                 progress=args.progress, extra={"config_hash": config_hash(config)})
-    out = summarize(caps, d_model=lm.info.d_model, vocab_size=lm.info.vocab_size, seed=args.seed)
-    out.update(model=lm.info.name, d_model=lm.info.d_model, vocab_size=lm.info.vocab_size,
-               kind=args.kind, capacities=caps, folder=str(folder),
-               config_hash=config_hash(config), wall_seconds=time.perf_counter() - start)
-    write_json(folder / f"summary-m{'-'.join(map(str, out['m']))}-K{args.targets}.json", out)
-    if args.export:
-        export(folder, args.export, out)
-    return out
+    precision = precision_of(args)
+    needs_radius(precision)
+    config = run_config(args)
+    folder = start_run(args, "cram", config)
+    lm = load_model(args)
+    ms = sorted(set(args.m))
+    log = RecordLog(folder / RECORDS_FILE, omit=() if args.keep_mem else BULKY, timed=True)
+    caps = sweep(lm, args.kind, ms, args.targets, config["cram"], seed=args.seed, log=log,
+                 batch_size=args.batch_size, progress=args.progress)
+    mine = [r for r in log.records() if r["kind"] == args.kind and r["m"] in ms and r["index"] < args.targets]
+    law = summarize(mine, d_model=lm.info.d_model, vocab_size=lm.info.vocab_size, seed=args.seed, **precision)
+    seconds = [r.get("seconds") for r in mine]
+    summary = {**law.to_json(), "model": lm.info.name, "kind": args.kind, "capacities": caps,
+               "compute_seconds": None if None in seconds else sum(seconds),
+               "config_hash": config_hash(config)}
+    save_run(folder, {"kind": "cram", "config": config}, summary=summary)
+    return {**summary, "folder": str(folder)}
 
 
-def export(folder, dest, summary: dict) -> None:
-    """Copy this command's part of a run, small enough to commit: its records without the [mem]
-    vectors, the run's config and the summary. The config's ``command`` becomes this command, which
-    regenerates exactly the exported part; the one that created the run folder stays as
-    ``run_command`` when it differs."""
-    from pathlib import Path
-
-    from accessibility.cramming import record_key
-    from accessibility.results import RecordLog, command_line, read_json, to_json, write_json
-
-    dest = Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
-    keys = {record_key(summary["kind"], m, i) for m in summary["m"] for i in range(summary["n_targets"][m])}
-    lines = [to_json({k: v for k, v in r.items() if k != "mem"}, sort_keys=True)
-             for r in RecordLog(folder / "records.jsonl") if r["key"] in keys]
-    (dest / "records.jsonl").write_text("".join(line + "\n" for line in lines))
-    meta = read_json(folder / "config.json")
-    if meta["command"] != command_line():
-        meta = {**meta, "command": command_line(), "run_command": meta["command"]}
-    write_json(dest / "config.json", meta)
-    write_json(dest / "summary.json", {k: v for k, v in summary.items() if k not in ("folder",)})
+def text(result: dict) -> str:
+    """n_50 per m with its interval and stops, then the fits, the bound and the run."""
+    ms = [str(m) for m in result["m"]]
+    stops = sorted({s for m in ms for s in result["stops"][m]})
+    rows = [[m, result["n50"][m], *result["n50_ci"][m], result["n_targets"][m],
+             *[result["stops"][m].get(s, 0) for s in stops], result["n_censored"][m],
+             "lower bound" if result["n50_lower_bound"][m] else ""] for m in ms]
+    level = f"{result['confidence']:.0%}"
+    header = ["m", "n50 (tokens)", f"{level} low", f"{level} high", "targets", *stops, "at n_max", ""]
+    fits = [(f"slope{' through 0' if key else ''}",
+             f"{number(result[f'slope{key}'])} [{', '.join(map(number, result[f'slope{key}_ci']))}]",
+             f"tokens per vector, R² {number(result[f'r2{key}'])} on {result[f'n_points{key}']} values of m"
+             + (f", intercept {number(result['intercept'])} tokens" if not key else ""))
+            for key in ("", "_origin") if result[f"slope{key}"] is not None]
+    return "\n".join([
+        f"{result['model']}, {result['kind']} targets", table(header, rows), "",
+        aligned([*fits,
+                 ("Corollary 4.6 slope C", result["slope_theory"],
+                  f"tokens per vector ({result['precision']})"),
+                 ("ratio C / slope", result["ratio"], ""),
+                 ("compute time", result["compute_seconds"], "s"),
+                 ("saved in", result["folder"], "")])])

@@ -48,7 +48,8 @@ def _use_local_mathjax(app, config) -> None:
     if (MATHJAX / MATHJAX_ENTRY).exists():
         config.mathjax_path = f"mathjax/{MATHJAX_ENTRY}"  # relative to _static
     else:
-        logger.info(f"no local MathJax in {MATHJAX.relative_to(ROOT)} (`make mathjax`): pages load it from its CDN")
+        logger.info(f"no local MathJax in {MATHJAX.relative_to(ROOT)} (`make mathjax`): "
+                    "pages load it from its CDN")
 
 
 def _copy_mathjax(app, exception) -> None:
@@ -76,7 +77,8 @@ def _unique_scripts(app, pagename, templatename, context, doctree) -> None:
     the browser's console."""
     seen, unique = set(), []
     for script in list(context.get("script_files", [])):
-        key = (str(getattr(script, "filename", script) or ""), repr(sorted(getattr(script, "attributes", {}).items())))
+        attributes = sorted(getattr(script, "attributes", {}).items())
+        key = (str(getattr(script, "filename", script) or ""), repr(attributes))
         if key not in seen:
             seen.add(key)
             unique.append(script)

@@ -1,0 +1,44 @@
+"""What every command shares: ``--save DIR`` writes one run layout that ``load_run`` reads back, and the
+precision flags follow one rule with one error."""
+
+import json
+
+import pytest
+
+from accessibility.cli import main
+from accessibility.results import load_run
+
+TINY_COPY = ["--arch", "lstm", "--d-model", "16", "--n-layers", "1", "--train-lengths", "2", "3",
+             "--rows", "4", "--max-steps", "2", "--eval-lengths", "2", "4", "--eval-strings", "8"]
+COMMANDS = {
+    "cram": ["--model", "toy", "--m", "1", "2", "--targets", "2", "--max-steps", "30", "--patience", "10",
+             "--n-max", "12"],
+    "geometry": ["--model", "toy", "--samples", "8", "--lengths", "4"],
+    "cells": ["--model", "toy", "--samples", "2000", "--geometry-samples", "8", "--lengths", "4"],
+    "copy": TINY_COPY,
+}
+
+
+def test_every_command_saves_a_run_that_load_run_reads(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("ACCESSIBILITY_CACHE", str(tmp_path / "cache"))       # trained copy models go here
+    for command, flags in COMMANDS.items():
+        folder = tmp_path / command
+        argv = [command, *flags, "--threads", "1", "--save", str(folder), "--json"]
+        assert main(argv) == 0, command
+        printed = json.loads(capsys.readouterr().out)
+        run = load_run(folder)
+        assert run.config["kind"] == command and run.config["command"] == "accessibility " + " ".join(argv)
+        assert {"config", "config_hash", "versions", "created"} <= set(run.config)
+        assert printed["folder"] == str(folder)
+        assert {k: v for k, v in printed.items() if k != "folder"}.items() <= run.summary.items()
+        assert run.summary["compute_seconds"] > 0
+        assert (len(run.records) == 4) if command == "cram" else run.records == []
+
+
+@pytest.mark.parametrize("command", ["bound", "geometry", "cells", "cram"])
+def test_precision_and_eps_together_is_the_same_one_line_error(command, tmp_path, capsys):
+    flags = {"bound": ["--d-model", "8", "--vocab-size", "10"]}.get(command, ["--model", "toy"])
+    assert main([command, *flags, "--precision", "bf16", "--eps", "1e-3", "--save", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"accessibility {command}: error: give either --eps (an absolute ε) or --precision, " \
+                  "not both\n"
