@@ -185,9 +185,9 @@ def test_release_pins_the_released_commit(tmp_path):
     assert again.returncode != 0 and "exists already" in again.stderr
 
 
-#: Chapters run alone by the slow test: theorem45 reads committed data (the published table)
-#: through the installed package.
-ALONE = ["theorem45"]
+#: Chapters run alone by the slow test: both read committed data through the installed package
+#: (theorem45 the published table, cramming the saved SmolLM2 runs of `load_run`).
+ALONE = ["theorem45", "cramming"]
 
 
 @pytest.mark.slow
