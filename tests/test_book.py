@@ -214,7 +214,7 @@ def test_twin_runs_alone_after_its_install_cell(name, tmp_path):
     install = nb.cells[next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")]
     url = sync.repository_url()
     assert f"git+{url}@" in install.source
-    install.source = install.source.replace(f"git+{url}@", f"git+file://{ROOT}@")
+    install.source = install.source.replace(f"git+{url}@", f"git+file://localhost{ROOT}@")
     folder = tmp_path / "empty"
     folder.mkdir()
     nb.metadata["kernelspec"] = {"name": "alone", "display_name": "alone", "language": "python"}

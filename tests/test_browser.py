@@ -6,7 +6,8 @@ Run after a build (``make book``; CI builds in quick mode and runs ``make browse
 from the book's local copy, ``make mathjax``). A page fails on:
 
 - a console error (or any request that leaves the local server);
-- an element wider than the content column: display equations, tables, images, figures;
+- an element wider than the content column, or cut off by its own box (a display equation next to
+  its number): display equations, tables, images, figures;
 - TeX left untypeset (raw ``$$``, ``\\(``, ``\\[`` outside code) or a MathJax error node;
 - the same figure image shown twice;
 - ``Warning``, ``Traceback`` or an absolute filesystem path in a cell output;
@@ -95,6 +96,9 @@ for (const el of article.querySelectorAll(boxes)) {
   if (r.left + width > right + 1) {
     const room = Math.round(right - r.left);
     wide.push(describe(el) + ` (${Math.round(width)} px, column ends ${room} px after it starts)`);
+  } else if (el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflowX !== "visible") {
+    // inside the column, but its own box (narrowed by an equation number) cuts it off or scrolls it
+    wide.push(describe(el) + ` (${el.scrollWidth} px of content in a ${el.clientWidth} px box)`);
   }
 }
 
