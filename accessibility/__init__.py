@@ -2,6 +2,7 @@
 
 Companion package to Meyer, Michelessa, Chaux and Tan (ICML 2026, arXiv:2605.22223): the bounds of
 Theorem 4.5 and Corollaries 4.6 / 4.10 (:mod:`accessibility.bounds`, :mod:`accessibility.derivations`),
+a transformer that attains Corollary 4.6's slope (:mod:`accessibility.construction`),
 measurements of real models (:mod:`accessibility.geometry`, :mod:`accessibility.cells`) and the two
 experiments, cramming (:mod:`accessibility.cramming`) and copying (:mod:`accessibility.copying`).
 

@@ -6,16 +6,24 @@ returns a natural logarithm (nats) or a quantity derived from one; :func:`to_log
 
 Precision conventions (``r=``, ``precision=``, ``eps=``) are those of :mod:`accessibility.precision`;
 ``precision=None`` means fp16 relative (ε = r·2^-11, the published choice) unless ``eps=`` is given.
+The hypothesis behind every count is *quantisation*: the model's output depends on the prompt only
+through a map onto a set whose points are pairwise at least ε apart (for example rounding every
+coordinate to a grid of step ε), and the numerators count such sets.
 
 Map of the module
 -----------------
-* numerators (ln of the number of distinguishable vectors in one support, nats):
-  :func:`log_ball_count`, :func:`log_box_count`, :func:`log_cone_count`, :func:`log_ellipsoid_count`;
-  :func:`log_cone_fraction` is the exact ln of the ball fraction inside a cone;
-* the denominator for non-uniform decoder cells: :func:`cell_entropy`;
-* slopes: :func:`slope` (numerator / ln|V| or / H) and :func:`slope_bound` (Corollary 4.6's C);
+* numerators (ln of the number of distinguishable vectors in one support, nats), all proven bounds
+  under their stated hypotheses: :func:`log_ball_count`, :func:`log_box_count`,
+  :func:`log_cone_bound` (norm-consistent cone), :func:`log_ellipsoid_count`;
+  :func:`log_cone_fraction` is the exact ln of the ball fraction inside a cone, and
+  :func:`log_cone_count` the published (heuristic) cone convention, which is not a bound;
+* the denominator of the cell-entropy heuristic: :func:`cell_entropy` (a typical-sequence heuristic);
+* slopes: :func:`slope` (numerator / ln|V| or / H), :func:`slope_bound` (Corollary 4.6's C),
+  :func:`target_slope` (C_Q for targets drawn from a distribution Q, with its per-token rate;
+  :func:`word_rate` for uniformly drawn words) and :func:`slopes_by_precision` (C under every
+  precision view side by side);
 * Theorem 4.5: :func:`log_count`; Corollary 4.6: :func:`n_star_bound`, :func:`log10_fraction_bound`,
-  :func:`length_threshold`; Corollary 4.10: :func:`log_log_measure_packing`,
+  :func:`length_threshold`, :func:`n50_bound`; Corollary 4.10: :func:`log_log_measure_packing`,
   :func:`log10_unbounded_threshold`, :func:`log10_unbounded_fraction_bound`.
 """
 
@@ -29,7 +37,7 @@ from scipy import special
 
 from accessibility.checks import InputError, at_least, in_range, positive
 from accessibility.precision import (  # noqa: F401  (log_levels is part of this module's API)
-    EXACT, as_float, float_count_between, log_levels, radius_over_eps, resolve_eps,
+    EXACT, FORMATS, as_float, float_count_between, log_levels, radius_over_eps, resolve_eps,
 )
 
 LN10 = math.log(10.0)
@@ -47,6 +55,11 @@ STIRLING_FROM = 30.0
 #: weights rounded with ℓ1 error < ε/(4r), so each measure is within W1 < ε/2 of a cover point.
 NET_RADIUS_FRACTION = 0.25
 WEIGHT_ERROR_FRACTION = 0.25
+#: Absolute precision of :func:`slopes_by_precision`: 2^-10, the spacing of fp16 values in [1, 2),
+#: read as a fixed-point step (the same for every model, so C grows with r).
+ABSOLUTE_EPS = 2.0**-10
+#: n_50 is where half the targets are accessible: the fraction of Corollary 4.6 at δ = 1/2.
+N50_FRACTION = 0.5
 
 
 def to_log10(nats):
@@ -169,8 +182,9 @@ def _log_betainc_half(a, x, one_minus_x):
     small = (x > 0) & (x < (a + 1.0) / (a + b + 2.0))
     large = x >= (a + 1.0) / (a + b + 2.0)
     a_s, b_s, x_s, y_s = a[small], b[small], x[small], y[small]
-    log_x = np.where(x_s < 0.5, np.log(x_s), np.log1p(-y_s))  # ln of the small one of x, 1-x is exact
-    log_y = np.where(y_s < 0.5, np.log(y_s), np.log1p(-x_s))  # enough; a·ln x amplifies any rounding by a
+    with np.errstate(divide="ignore"):  # np.where evaluates both branches; the discarded one may be ln 0
+        log_x = np.where(x_s < 0.5, np.log(x_s), np.log1p(-y_s))  # ln of the small one of x, 1-x is exact
+        log_y = np.where(y_s < 0.5, np.log(y_s), np.log1p(-x_s))  # enough; a·ln x amplifies any rounding by a
     out[small] = (a_s * log_x + b_s * log_y - np.log(a_s) - _log_beta_half(a_s)
                   + np.log(_beta_continued_fraction(a_s, b_s, x_s)))
     out[large] = np.log(special.betaincc(b[large], a[large], y[large]))  # I_x(a,b) = 1 - I_{1-x}(b,a)
@@ -208,35 +222,82 @@ def log_cone_fraction(*, d_model, phi=None, min_cos=None):
     return as_float(log_f)
 
 
-def log_cone_count(*, d_model, phi=None, min_cos=None, r=None, precision: str | None = None, eps=None,
-                   boundary: bool = False):
-    """Cone support: ball numerator plus ln f(φ, d) (the paper's refined geometry).
+def log_cone_count(*, d_model, phi=None, min_cos=None, r=None, precision: str | None = None, eps=None):
+    """The published cone convention: ball numerator plus ln f(φ, d). A heuristic, **not a bound**.
 
-    .. math:: \\ln P \\le d\\ln\\Big(1 + \\frac{2r}{\\varepsilon}\\Big) + \\ln f(\\varphi, d)
+    .. math:: d\\ln\\Big(1 + \\frac{2r}{\\varepsilon}\\Big) + \\ln f(\\varphi, d)
 
-    With ``boundary=True`` the volume argument is made rigorous (Euclidean norm, φ < π/2): the
-    ε/2-neighbourhood of a cone is the same cone with its apex moved back by ε/(2 sin φ), so
+    It multiplies the count of the *cube* :math:`[-r, r]^d` (r the L∞ radius) by the volume fraction
+    of a *Euclidean* ball inside the cone: the two norms do not match, and a narrow cone along a
+    diagonal of the cube holds far more than the fraction f of the cube's grid points. For tiny
+    half-angles the value goes negative (fewer than one vector). Kept to reproduce the paper's
+    refined slopes; :func:`log_cone_bound` is the norm-consistent bound. With an ``exact-*``
+    precision the float count is multiplied by the fraction, the same heuristic.
 
-    .. math:: \\ln P \\le d\\ln\\Big(1 + \\frac{2r}{\\varepsilon} + \\frac{1}{\\sin\\varphi}\\Big)
-              + \\ln f(\\varphi, d),
-
-    and for φ >= π/2 the ball bound (f <= 1; this loses at most ln 2). The extra term is
-    :math:`\\approx d/((1 + 2r/\\varepsilon)\\sin\\varphi)`, under one nat for the paper's models. With an
-    ``exact-*`` precision the float count is multiplied by the volume fraction: a heuristic (float
-    grids are not uniform), without ``boundary``. The cone half-angle from ``min_cos`` is a convention
-    (:func:`cone_half_angle`).
+    >>> round(float(log_cone_count(d_model=768, min_cos=0.890)), 1)  # Pythia-160m: 6388.2 - 1116.5
+    5271.7
     """
     log_f = log_cone_fraction(d_model=d_model, phi=phi, min_cos=min_cos)
-    if not boundary:
-        return log_ball_count(d_model=d_model, r=r, precision=precision, eps=eps) + log_f
+    return log_ball_count(d_model=d_model, r=r, precision=precision, eps=eps) + log_f
+
+
+def log_euclidean_cone_count(*, d_model, r2, phi=None, min_cos=None, eps):
+    """Points of a Euclidean cone sector pairwise at least ε apart (Euclidean, hence also L∞).
+
+    The support lies in the cone of half-angle φ (apex at the origin) and in the Euclidean ball of
+    radius :math:`r_2`. For φ < π/2 the ε/2-neighbourhood of the cone is the same cone with its apex
+    moved back by :math:`t = \\varepsilon/(2\\sin\\varphi)` (parallel boundaries at distance
+    :math:`t\\sin\\varphi`), so the disjoint ε/2-balls around the points lie in a cone sector of
+    radius :math:`r_2 + \\varepsilon/2 + t` and
+
+    .. math:: \\ln P \\le d\\ln\\Big(1 + \\frac{2r_2}{\\varepsilon} + \\frac{1}{\\sin\\varphi}\\Big)
+              + \\ln f(\\varphi, d);
+
+    for φ >= π/2 the Euclidean ball, :math:`d\\ln(1 + 2r_2/\\varepsilon)`. Computed as
+    :math:`d\\,[\\ln(1 + (1 + 2r_2/\\varepsilon)\\sin\\varphi) - \\ln\\sin\\varphi] + \\ln f`, finite for
+    every φ > 0 (+inf at φ = 0, where the shifted cone is a half-space). It is never negative: the
+    sector of radius 1 contains a ball of radius :math:`\\sin\\varphi/(1 + \\sin\\varphi)`.
+    """
+    d = at_least("d_model", d_model, 2, integer=True)
+    log_f = log_cone_fraction(d_model=d, phi=phi, min_cos=min_cos)
     phi = cone_half_angle(min_cos) if phi is None else np.asarray(phi, dtype=float)
-    if (phi == 0).any():
-        raise InputError("boundary=True needs a cone half-angle phi > 0")
-    rho = radius_over_eps(r=r, precision=precision, eps=eps)
-    narrow = phi < np.pi / 2
-    with np.errstate(divide="ignore"):
-        inflated = np.log1p(2 * rho + np.where(narrow, 1 / np.sin(phi), 0.0))
-    return as_float(_d(d_model) * inflated + np.where(narrow, log_f, 0.0))
+    levels = 1 + 2 * np.asarray(positive("r2", r2)) / positive("eps", eps)  # 1 + 2 r2/ε
+    sin_phi = np.sin(np.minimum(phi, np.pi / 2))
+    with np.errstate(divide="ignore", invalid="ignore"):  # φ = 0: ln 0 terms, replaced below
+        narrow = d * (np.log1p(levels * sin_phi) - np.log(sin_phi)) + log_f
+    return as_float(np.where(phi >= np.pi / 2, d * np.log(levels), np.where(sin_phi > 0, narrow, np.inf)))
+
+
+def log_cone_bound(*, d_model, r2, phi=None, min_cos=None, r=None, precision: str | None = None, eps=None):
+    """Norm-consistent cone bound: the smaller of the L∞ ball count and the Euclidean cone count.
+
+    .. math:: \\ln P \\le \\min\\Big(d\\ln\\Big(1 + \\frac{2r}{\\varepsilon}\\Big),\\
+              d\\ln\\Big(1 + \\frac{2r_2}{\\varepsilon} + \\frac{1}{\\sin\\varphi}\\Big)
+              + \\ln f(\\varphi, d)\\Big)
+
+    Hypotheses: the support lies in the cube :math:`[-r, r]^d`, in the Euclidean ball of radius
+    :math:`r_2` and in a cone of half-angle φ with apex at the origin; the points are pairwise at least
+    ε apart in L∞ (ε the same per-coordinate step as the ball bound, set by r for a relative
+    precision). L∞ separation implies Euclidean separation, so both counts apply
+    (:func:`log_euclidean_cone_count`). The result is positive, finite and never above the ball
+    count. With the published statistics the Euclidean term exceeds the ball count for every model
+    (:math:`r_2 \\gg r`), so the minimum is the ball: the cone does not help once norms agree. The
+    published half-angle arccos(min cos)/2 does *not* establish the cone hypothesis
+    (:func:`cone_half_angle`); an enclosing cone does. Exact float counts are not a metric grid: use a
+    relative or absolute precision.
+
+    >>> ball = float(log_ball_count(d_model=768))
+    >>> float(log_cone_bound(d_model=768, r=22.45, r2=271.0, min_cos=0.890)) == ball  # Pythia-160m
+    True
+    >>> round(float(log_cone_bound(d_model=768, r=1.0, r2=1.0, phi=0.1)), 1)  # a narrow cone helps
+    4618.5
+    """
+    if precision in EXACT:
+        raise InputError("the cone bound is a volume argument: use a relative or absolute precision")
+    ball = log_ball_count(d_model=d_model, r=r, precision=precision, eps=eps)
+    step = resolve_eps(r=r, precision=precision, eps=eps)
+    cone = log_euclidean_cone_count(d_model=d_model, r2=r2, phi=phi, min_cos=min_cos, eps=step)
+    return as_float(np.minimum(ball, cone))
 
 
 def _log_unit_ball_volume(k):
@@ -350,7 +411,7 @@ def log_ellipsoid_count(*, semi_axes, half_widths=None, r=None, precision: str |
 
 @dataclass(frozen=True)
 class CellEntropy:
-    """Mean log-share of the decoder cells: the denominator of the refined slope.
+    """Mean log-share of the decoder cells: the denominator of the cell-entropy heuristic.
 
     Attributes
     ----------
@@ -376,7 +437,12 @@ def cell_entropy(shares) -> CellEntropy:
     """H = -mean ln p_v over the tokens with p_v > 0, and how many tokens have p_v = 0.
 
     ``shares`` (shape (|V|,)) are cell shares or hit counts; they are normalised to sum to 1. Replacing
-    ln|V| by H gives the refined slope C_cells = numerator / H.
+    ln|V| by H gives the cell-entropy slope C_cells = numerator / H, a **typical-sequence heuristic**,
+    not a bound: if every sequence of V^n is accessible then :math:`|V|^n \\le P` whatever the cell
+    shares, so Corollary 4.6's denominator stays ln|V|. The heuristic reads H as the number of nats a
+    uniformly drawn prompt vector "spends" per emitted token when cells are unequal; its assumptions
+    (prompts spread evenly over the support, tokens decoded independently of earlier ones) are not
+    those of the theorem.
 
     >>> c = cell_entropy([0.5, 0.25, 0.25, 0.0])
     >>> round(c.entropy, 6), c.n_zero, round(math.log(3), 6)  # H >= ln|V'| = ln 3
@@ -394,7 +460,7 @@ def cell_entropy(shares) -> CellEntropy:
 
 
 def slope(numerator, *, vocab_size=None, entropy=None):
-    """Slope C = numerator / ln|V| (uniform cells) or numerator / H (non-uniform cells, :func:`cell_entropy`).
+    """Slope C = numerator / ln|V| (Corollary 4.6) or numerator / H (the cell-entropy heuristic).
 
     >>> round(float(slope(log_ball_count(d_model=2048), vocab_size=50304)), 1)
     1573.6
@@ -403,6 +469,46 @@ def slope(numerator, *, vocab_size=None, entropy=None):
         raise InputError("give exactly one of vocab_size and entropy")
     denominator = _ln_vocab(vocab_size) if entropy is None else positive("entropy", entropy)
     return as_float(np.asarray(numerator) / denominator)
+
+
+def target_slope(numerator, *, rate):
+    """C_Q = numerator / h: the slope bound for targets drawn from a distribution Q.
+
+    The count bound constrains *uniform* targets. For targets s drawn from Q, the accessible ones
+    carry probability
+
+    .. math:: Q(A_n(m)) \\le |A_n(m)| \\max_s Q(s) \\le P^m\\, e^{-n h_\\infty},
+              \\qquad h_\\infty = -\\tfrac1n \\ln \\max_{s \\in V^n} Q(s),
+
+    so :math:`Q(A_n(m)) \\ge 1/2` forces :math:`n \\le C_Q m + \\ln 2/h_\\infty` with
+    :math:`C_Q = \\ln P / h_\\infty` (:func:`n50_bound`). ``rate`` is h in nats per token: the
+    min-entropy rate gives the bound; an entropy rate (or a reference LM's cross-entropy) in its place
+    is a typical-sequence heuristic and must be labelled so. Uniform targets: h = ln|V|, C_Q = C.
+
+    >>> c = float(slope_bound(d_model=576, vocab_size=49152))
+    >>> float(target_slope(log_ball_count(d_model=576), rate=math.log(49152))) == c
+    True
+    """
+    return as_float(np.asarray(numerator) / positive("rate", rate))
+
+
+def word_rate(*, n_words, tokens_per_word, min_entropy: bool = False):
+    """Per-token rate (nats) of targets made of words drawn uniformly from a list of W words.
+
+    .. math:: h = \\frac{\\ln W}{\\bar t},
+
+    with :math:`\\bar t` the mean number of tokens per word (``tokens_per_word``: one count per word of
+    the list, or the mean). Each word carries ln W nats, spread over its tokens. With
+    ``min_entropy=True`` the largest count replaces the mean: the most probable n-token target is made
+    of the longest words, so that is the min-entropy rate (ignoring that two word strings may
+    tokenize alike, which only lowers max Q).
+
+    >>> round(float(word_rate(n_words=400_000, tokens_per_word=[1, 2, 2, 3])), 4)  # ln 400000 / 2
+    6.4496
+    """
+    counts = at_least("tokens_per_word", np.atleast_1d(np.asarray(tokens_per_word, dtype=float)), 1)
+    words = at_least("n_words", n_words, 2, integer=True)
+    return float(np.log(words) / (counts.max() if min_entropy else counts.mean()))
 
 
 def slope_bound(*, d_model, vocab_size, r=None, precision: str | None = None, eps=None):
@@ -415,6 +521,36 @@ def slope_bound(*, d_model, vocab_size, r=None, precision: str | None = None, ep
     590.1
     """
     return slope(log_ball_count(d_model=d_model, r=r, precision=precision, eps=eps), vocab_size=vocab_size)
+
+
+def slopes_by_precision(*, d_model, vocab_size, r, r2=None, eps=ABSOLUTE_EPS) -> dict:
+    """Corollary 4.6's C under each reading of "precision", side by side (tokens per prompt vector).
+
+    Keys (each a proven bound under its own quantisation hypothesis):
+
+    * ``fp16``, ``bf16``, ``fp32``: relative, ε = r·u, support the cube of L∞ radius r (``fp16`` is
+      the published reading); C does not depend on r;
+    * ``fp16, eps = r2 u``: the step set by the Euclidean radius instead, r2/r times coarser;
+    * ``fp16, L2 ball r2``: the Euclidean ball of radius r2 at the step r·u (Euclidean packing, the
+      norm in which a cone is measured), never smaller than the cube's count;
+    * ``absolute``: a fixed step ``eps`` (default :data:`ABSOLUTE_EPS`) on the cube of radius r;
+    * ``exact-fp16``, ``exact-bf16``, ``exact-fp32``: the exact number of values the format represents
+      in [-r, r], d-th power: the literal count of representable vectors, no packing argument.
+
+    The two r2 keys need ``r2``.
+
+    >>> views = slopes_by_precision(d_model=768, vocab_size=50304, r=22.45, r2=271.0)  # Pythia-160m
+    >>> [round(views[k], 1) for k in ("fp16", "bf16", "exact-fp16", "exact-bf16", "exact-fp32")]
+    [590.1, 442.7, 751.3, 739.5, 1526.2]
+    """
+    c = lambda **kw: float(slope_bound(d_model=d_model, vocab_size=vocab_size, **kw))  # noqa: E731
+    views = {name: c(r=r, precision=name) for name in FORMATS}
+    if r2 is not None:
+        views["fp16, eps = r2 u"] = c(r=r, eps=positive("r2", r2) * FORMATS["fp16"].unit_roundoff)
+        views["fp16, L2 ball r2"] = c(r=r2, eps=resolve_eps(r=r, precision="fp16"))
+    views["absolute"] = c(r=r, eps=eps)
+    views.update({name: c(r=r, precision=name) for name in EXACT})
+    return views
 
 
 def _log_geometric_sum(log_k, m):
@@ -466,17 +602,41 @@ def log10_fraction_bound(*, n, m, slope, vocab_size, all_lengths: bool = False):
     return as_float(np.minimum(0.0, log_frac / LN10))
 
 
-def length_threshold(*, m, slope, vocab_size, delta, all_lengths: bool = False):
-    """Corollary 4.6: the length past which the accessible fraction is below δ.
+def _rate(vocab_size, rate):
+    """ln|V| (uniform targets) or a given per-token rate h (targets from Q, :func:`target_slope`)."""
+    if (vocab_size is None) == (rate is None):
+        raise InputError("give exactly one of vocab_size (uniform targets) and rate (nats per token)")
+    return _ln_vocab(vocab_size) if rate is None else positive("rate", rate)
+
+
+def length_threshold(*, m, slope, delta, vocab_size=None, rate=None, all_lengths: bool = False):
+    """Corollary 4.6: the length past which the accessible fraction (probability) is below δ.
 
     .. math:: n(\\delta) = C m + \\frac{\\ln(1/\\delta)}{\\ln|V|}
+
+    With ``rate`` = h (and ``slope`` = C_Q, :func:`target_slope`) it is the same statement for targets
+    drawn from Q: :math:`C_Q m + \\ln(1/\\delta)/h`.
 
     >>> float(length_threshold(m=2, slope=100.0, vocab_size=10, delta=0.01))
     202.0
     """
-    ln_v = _ln_vocab(vocab_size)
+    h = _rate(vocab_size, rate)
     delta = in_range("delta", positive("delta", delta), 0, 1)
-    return as_float((_log_count_from_slope(m, slope, ln_v, all_lengths) - np.log(delta)) / ln_v)
+    return as_float((_log_count_from_slope(m, slope, h, all_lengths) - np.log(delta)) / h)
+
+
+def n50_bound(*, m, slope, vocab_size=None, rate=None):
+    """The upper bound on the measured n_50(m): :math:`n_{50}(m) \\le C m + \\ln 2/\\ln|V|`.
+
+    At n_50 half the targets are accessible, so the fraction (uniform targets, ``vocab_size``) or the
+    probability (targets from Q, ``rate`` = h with ``slope`` = C_Q) is at least 1/2:
+    :func:`length_threshold` at δ = 1/2. A line fitted to n_50 over a few m, with an intercept, is
+    not bounded by C; the points are.
+
+    >>> round(float(n50_bound(m=1, slope=590.1, vocab_size=50304)), 3)  # 590.1 + ln 2 / ln 50304
+    590.164
+    """
+    return length_threshold(m=m, slope=slope, delta=N50_FRACTION, vocab_size=vocab_size, rate=rate)
 
 
 # --- Corollary 4.10: unbounded context (mean-field) ---------------------------------------------
@@ -485,8 +645,10 @@ def length_threshold(*, m, slope, vocab_size, delta, all_lengths: bool = False):
 def log_log_measure_packing(*, d_model, r=None, precision: str | None = None, eps=None):
     """Corollary 4.10: upper bound on ln ln M_∞, M_∞ = ε-packing number of measures on the support.
 
-    Metric: Wasserstein-1 over the norm in which the support S has radius r. Two measures at W1
-    distance below ε are indistinguishable. Construction of a cover with radius below ε/2:
+    Metric: Wasserstein-1 over the norm in which the support S has radius r. Hypothesis
+    (quantisation): the output depends on the prompt only through a map of its empirical measure onto
+    a set of measures pairwise at least ε apart in W1 (a mean-field reading: causal masking and
+    positional encodings break it). Construction of a cover with radius below ε/2:
     (1) an η-net Z of S with η = ε/4 (a maximal η-separated set), of size
     :math:`K \\le (1 + 8r/\\varepsilon)^d` by the packing lemma; moving each atom to its nearest net point
     costs W1 < ε/4; (2) weights on Z rounded to multiples of 1/q, q = ⌈K/ε_w⌉, ε_w = ε/(4r), by largest

@@ -1,18 +1,44 @@
 """Symbolic derivations (SymPy) of the packing lemma, Theorem 4.5 and Corollaries 4.6 and 4.10.
 
-Each function returns a SymPy expression built from symbols with assumptions (``positive=True``,
-``integer=True``), derived step by step rather than typed in: the packing lemma from a ratio of ball
-volumes, Theorem 4.5 as an m-fold product, Corollary 4.6 by solving
-:math:`|V|^n \\le (1+2r/\\varepsilon)^{dm}` for n, Corollary 4.10 from the size of a cover of the
-probability measures, the ellipsoid's L∞ count by Cavalieri's principle. ``sympy.latex`` renders
-each for the book; ``tests/test_derivations.py`` lambdifies them and compares with the fast numeric
-versions in :mod:`accessibility.bounds` (one truth, two paths).
+Each derivation is a chain of relations ``L ≤ R`` (or ``=``) built step by step, and every step is
+checked when it is made; a failed check raises :class:`DerivationError`. How a step is checked:
 
->>> sympy.simplify(theorem_4_5() - (1 + 2 * r / eps) ** (d * m))
-0
+``identity``
+    a side is rewritten; SymPy simplifies the old side minus the new one to zero;
+``positive scale``
+    both sides are multiplied by a factor SymPy proves positive (or ``negate``: both sides times -1,
+    the relation flips);
+``increasing map``
+    ln, exp, or a constant added to both sides;
+``weaker``
+    the right side is replaced by a larger one; SymPy proves the difference non-negative under the
+    symbols' assumptions (|V| >= 2 and K > 1 are substituted as 2 + v and 1 + q, v >= 0, q > 0);
+``monotone``
+    an inequality between a function at two points, from the sign of its derivative;
+``lemma``
+    an instance of another derivation of this module (listed in :attr:`Derivation.uses`);
+``hypothesis``
+    what is assumed (the premise of an implication), not a claim;
+``prose``
+    a fact SymPy cannot prove (a volume, a triangle inequality between points of a normed space, a
+    binomial estimate, the quantisation hypothesis). It is proved in the book, in words, and its
+    numeric content is tested (``tests/test_derivations.py``). :attr:`Derivation.prose_steps` lists
+    them.
+
+``sympy.latex`` renders each chain for the book (:meth:`Derivation.latex`);
+``tests/test_derivations.py`` lambdifies every result and compares it with the numeric functions of
+:mod:`accessibility.bounds` over random parameters, and with the closed forms of the paper.
+
+>>> packing_lemma().bound
+((2*r + varepsilon)/varepsilon)**d
+>>> [s.check for s in packing_lemma().steps]
+['prose', 'positive scale', 'identity']
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
 
 import sympy
 
@@ -20,136 +46,468 @@ import sympy
 d, m, n = sympy.symbols("d m n", positive=True, integer=True)
 #: Support radius, precision, target fraction δ, ball-volume constant κ_d, cone half-angle φ.
 r, eps, delta, kappa, phi = sympy.symbols("r varepsilon delta kappa_d varphi", positive=True)
-#: Vocabulary size |V|.
+#: Euclidean radius r_2 of the support, per-token rate h of a target distribution (nats).
+r2, h = sympy.symbols("r_2 h", positive=True)
+#: Vocabulary size |V| (>= 2; positivity checks substitute |V| = 2 + v).
 V = sympy.Symbol("|V|", positive=True, integer=True)
-#: Summation index, size K of a finite set, excess q = K - 1 > 0.
+#: Number of points P of a packing; for one prompt vector, P = (1 + 2r/ε)^d (> 1: checks substitute 1 + q).
+P = sympy.Symbol("P", positive=True)
+#: Summation index, size K of a finite set (> 1), excess q = K - 1 > 0, weight denominator Q.
 k = sympy.Symbol("k", positive=True, integer=True)
 K, q = sympy.symbols("K q", positive=True)
+_v = sympy.Symbol("v", nonnegative=True)
 _t = sympy.Symbol("t", positive=True)
+_x = sympy.Symbol("x", positive=True)
+#: Assumptions that SymPy's symbols cannot carry: |V| >= 2, K > 1 and P > 1.
+_ASSUMED = {V: 2 + _v, K: 1 + q, P: 1 + q}
+
+IDENTITY, SCALE, INCREASING, WEAKER, MONOTONE, LEMMA, HYPOTHESIS, PROSE = (
+    "identity", "positive scale", "increasing map", "weaker", "monotone", "lemma", "hypothesis", "prose")
 
 
-def ball_volume(radius, dim=d):
-    """Volume :math:`\\kappa_d\\,\\rho^d` of a ball of radius ρ (any norm; κ_d is the unit ball's)."""
-    return kappa * radius**dim
+class DerivationError(AssertionError):
+    """A derivation step failed its SymPy check."""
 
 
-def packing_volume_ratio(radius=r, precision=eps):
-    """Volume of the ball of radius r + ε/2 over that of an ε/2-ball (unsimplified, for display).
+@dataclass(frozen=True)
+class Step:
+    """One relation of a derivation, why it holds, and how that was checked (see the module doc)."""
 
-    Points pairwise at least ε apart have disjoint open ε/2-balls, all inside the ball of radius
-    r + ε/2, so their number is at most this ratio.
+    relation: sympy.Basic
+    reason: str
+    check: str
+
+    def latex(self) -> str:
+        return sympy.latex(self.relation)
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """A checked chain of relations; the last one is the result."""
+
+    statement: str
+    steps: tuple[Step, ...]
+    uses: tuple[Derivation, ...] = ()
+
+    @property
+    def result(self) -> sympy.Basic:
+        return self.steps[-1].relation
+
+    @property
+    def bound(self) -> sympy.Expr:
+        """The right side of the result (sums and products evaluated)."""
+        return self.result.rhs.doit()
+
+    @property
+    def prose_steps(self) -> tuple[Step, ...]:
+        """Steps SymPy did not check, here and in the lemmas used (proved in words, tested numerically)."""
+        own = tuple(s for s in self.steps if s.check == PROSE)
+        return own + tuple(s for lemma in self.uses for s in lemma.prose_steps if s not in own)
+
+    def latex(self) -> str:
+        """The chain as an ``aligned`` block, one relation per line with its reason."""
+        if any(c in s.reason for s in self.steps for c in "\\_^{}$"):
+            raise ValueError(f"{self.statement}: a reason must be plain text (it is shown in \\text{{}})")
+        lines = [rf"& {s.latex()} && \text{{{s.reason} [{s.check}]}}" for s in self.steps]
+        return r"\begin{aligned}" + r"\\ ".join(lines) + r"\end{aligned}"
+
+
+def _assumed(expr):
+    return sympy.sympify(expr).subs(_ASSUMED)
+
+
+def _is_zero(expr) -> bool:
+    expr = _assumed(expr).doit()
+    for form in (expr, sympy.expand_log(sympy.powsimp(expr, force=True), force=True)):
+        if sympy.simplify(form) == 0:
+            return True
+    return False
+
+
+def _sign_ok(expr, test: str) -> bool:
+    expr = _assumed(expr)
+    forms = (expr, sympy.expand(expr), sympy.simplify(expr), sympy.factor(sympy.simplify(expr)))
+    return any(getattr(form, test) for form in forms)
+
+
+def _rel(lhs, rhs, strict=False, equal=False):
+    if equal:
+        return sympy.Eq(lhs, rhs, evaluate=False)
+    return (sympy.Lt if strict else sympy.Le)(lhs, rhs, evaluate=False)
+
+
+class _Chain:
+    """Builds a :class:`Derivation` of ``lhs <= rhs`` one checked step at a time."""
+
+    def __init__(self, statement: str, lhs, rhs, reason: str, check: str = PROSE, equal: bool = False):
+        self.statement = statement
+        self.lhs, self.rhs, self.equal_only = sympy.sympify(lhs), sympy.sympify(rhs), equal
+        if check == IDENTITY and not _is_zero(self.lhs - self.rhs):
+            raise DerivationError(f"{statement}: {self.lhs} = {self.rhs} is not an identity")
+        self.steps = [Step(_rel(self.lhs, self.rhs, equal=equal), reason, check)]
+        self.uses: list[Derivation] = []
+
+    @classmethod
+    def from_lemma(cls, statement: str, lemma: Derivation, substitutions: dict, reason: str):
+        """Start from an instance of a checked ``<=`` derivation."""
+        chain = cls(statement, lemma.result.lhs.subs(substitutions), lemma.result.rhs.subs(substitutions),
+                    reason, check=LEMMA)
+        chain.uses.append(lemma)
+        return chain
+
+    def _push(self, reason, check, *, became_inequality=False):
+        self.equal_only = self.equal_only and not became_inequality
+        self.steps.append(Step(_rel(self.lhs, self.rhs, equal=self.equal_only), reason, check))
+        return self
+
+    def equal(self, new_rhs, reason: str):
+        """Rewrite the right side; checked as an identity."""
+        if not _is_zero(self.rhs - new_rhs):
+            raise DerivationError(f"{self.statement}: {self.rhs} = {new_rhs} is not an identity")
+        self.rhs = sympy.sympify(new_rhs)
+        return self._push(reason, IDENTITY)
+
+    def equal_lhs(self, new_lhs, reason: str):
+        if not _is_zero(self.lhs - new_lhs):
+            raise DerivationError(f"{self.statement}: {self.lhs} = {new_lhs} is not an identity")
+        self.lhs = sympy.sympify(new_lhs)
+        return self._push(reason, IDENTITY)
+
+    def simplify(self, reason: str = "simplify"):
+        return self.equal(sympy.powsimp(sympy.simplify(self.rhs), force=True), reason)
+
+    def scale(self, factor, reason: str):
+        """Multiply both sides by a factor SymPy proves positive."""
+        if not _sign_ok(factor, "is_positive"):
+            raise DerivationError(f"{self.statement}: cannot show {factor} > 0")
+        self.lhs, self.rhs = self.lhs * factor, self.rhs * factor
+        return self._push(reason, SCALE)
+
+    def negate(self, reason: str = "multiply by -1 (the relation flips)"):
+        self.lhs, self.rhs = -self.rhs, -self.lhs
+        return self._push(reason, SCALE)
+
+    def shift(self, term, reason: str):
+        self.lhs, self.rhs = self.lhs + term, self.rhs + term
+        return self._push(reason, INCREASING)
+
+    def log(self, reason: str = "ln is increasing on positive numbers"):
+        if not (_sign_ok(self.lhs, "is_positive") and _sign_ok(self.rhs, "is_positive")):
+            raise DerivationError(f"{self.statement}: ln needs both sides positive")
+        self.lhs = sympy.expand_log(sympy.log(self.lhs), force=True)
+        self.rhs = sympy.expand_log(sympy.log(self.rhs), force=True)
+        return self._push(reason, INCREASING)
+
+    def exp(self, reason: str = "exp is increasing"):
+        self.lhs, self.rhs = sympy.exp(self.lhs), sympy.exp(self.rhs)
+        return self._push(reason, INCREASING)
+
+    def weaken(self, new_rhs, reason: str):
+        """Replace the right side by a larger one; SymPy proves ``new_rhs - rhs >= 0``."""
+        if not _sign_ok(sympy.sympify(new_rhs) - self.rhs, "is_nonnegative"):
+            raise DerivationError(f"{self.statement}: cannot show {new_rhs} >= {self.rhs}")
+        self.rhs = sympy.sympify(new_rhs)
+        return self._push(reason, WEAKER, became_inequality=True)
+
+    def weaken_monotone(self, reason: str, *, g, variable, start, end, given=None):
+        """The right side is ``g(start)``; replace it by ``g(end)``. Checked: ``end - start >= 0`` (under
+        the substitution ``given``, e.g. a ceiling written out) and ``dg/d(variable) >= 0`` for every
+        value the variable's assumptions allow."""
+        gap = (sympy.sympify(end) - start).subs(given or {})
+        if not (_is_zero(self.rhs - g.subs(variable, start)) and _sign_ok(gap, "is_nonnegative")
+                and _sign_ok(sympy.diff(g, variable), "is_nonnegative")):
+            raise DerivationError(f"{self.statement}: cannot show {g} grows from {start} to {end}")
+        self.rhs = g.subs(variable, end)
+        return self._push(reason, MONOTONE, became_inequality=True)
+
+    def weaken_by_lemma(self, term, lemma: Derivation, substitutions: dict, reason: str):
+        """Replace ``term`` (a summand of the right side) by ``b``, given a lemma proving ``term <= b``."""
+        small, big = lemma.result.lhs.subs(substitutions), lemma.result.rhs.subs(substitutions)
+        if lemma.result.rel_op not in ("<=", "<") or not _is_zero(small - term):
+            raise DerivationError(f"{self.statement}: the lemma does not bound {term}")
+        self.rhs = self.rhs - term + big
+        self.uses.append(lemma)
+        return self._push(reason, LEMMA, became_inequality=True)
+
+    def apply_lemma(self, lemma: Derivation, substitutions: dict, reason: str):
+        """The right side is the lemma's left side: continue with the lemma's right side."""
+        small, big = lemma.result.lhs.subs(substitutions), lemma.result.rhs.subs(substitutions)
+        if not _is_zero(small - self.rhs):
+            raise DerivationError(f"{self.statement}: the lemma does not start from {self.rhs}")
+        self.rhs = big
+        self.uses.append(lemma)
+        return self._push(reason, LEMMA, became_inequality=lemma.result.rel_op != "==")
+
+    def weaken_prose(self, new_rhs, reason: str):
+        """A weakening SymPy cannot prove (proved in the book and tested numerically)."""
+        self.rhs = sympy.sympify(new_rhs)
+        return self._push(reason, PROSE, became_inequality=True)
+
+    def done(self) -> Derivation:
+        return Derivation(self.statement, tuple(self.steps), tuple(self.uses))
+
+
+# --- the packing lemma and Theorem 4.5 ---------------------------------------------------------
+
+
+def ball_volume(radius, dim=d, unit_volume=kappa):
+    """Volume :math:`\\kappa\\,\\rho^{\\dim}` of a ball of radius ρ (any norm; κ the unit ball's)."""
+    return unit_volume * radius**dim
+
+
+@cache
+def containment(radius=r, precision=eps) -> Derivation:
+    """Every point y of the ε/2-ball around a support point x lies in the ball of radius r + ε/2.
+
+    With :math:`a = \\|y - x\\| < \\varepsilon/2` and :math:`b = \\|x - c\\| \\le r` written as
+    :math:`a = \\varepsilon/2 - s`, :math:`b = r - u` (s > 0, u >= 0), the triangle inequality gives
+    :math:`\\|y - c\\| \\le a + b \\le r + \\varepsilon/2`.
     """
-    return ball_volume(radius + precision / 2) / ball_volume(precision / 2)
+    s, u = sympy.Symbol("s", positive=True), sympy.Symbol("u", nonnegative=True)
+    dist = sympy.Symbol(r"\|y - c\|", nonnegative=True)
+    chain = _Chain("containment", dist, (precision / 2 - s) + (radius - u),
+                   "triangle inequality, |y − x| = ε/2 − s, |x − c| = r − u")
+    return chain.weaken(radius + precision / 2, "s > 0, u ≥ 0").done()
 
 
-def packing_lemma(radius=r, precision=eps):
-    """Packing lemma: at most :math:`(1 + 2r/\\varepsilon)^d` points of a radius-r ball are ε apart.
+@cache
+def disjointness(precision=eps) -> Derivation:
+    """Points pairwise at least ε apart have disjoint open ε/2-balls: a common point y would give
+    :math:`\\|x_i - x_j\\| \\le \\|x_i - y\\| + \\|y - x_j\\| < \\varepsilon` (here ``<= ε - s - u``)."""
+    s, u = sympy.symbols("s u", positive=True)
+    dist = sympy.Symbol(r"\|x - x'\|", nonnegative=True)
+    through_y = sympy.Add(sympy.UnevaluatedExpr(precision / 2 - s), sympy.UnevaluatedExpr(precision / 2 - u),
+                          evaluate=False)
+    chain = _Chain("disjointness", dist, through_y, "triangle inequality through a common point y")
+    chain.equal(precision - s - u, "collect: less than ε")
+    return chain.done()
 
-    >>> packing_lemma()
-    ((2*r + varepsilon)/varepsilon)**d
+
+@cache
+def packing_lemma(dim=d, radius=r, precision=eps, unit_volume=kappa) -> Derivation:
+    """Packing lemma: at most :math:`(1 + 2r/\\varepsilon)^{\\dim}` points of a radius-r ball are ε apart.
+
+    P disjoint balls of radius ε/2 (:func:`disjointness`) inside the ball of radius r + ε/2
+    (:func:`containment`):
+    :math:`P\\,\\kappa(\\varepsilon/2)^{\\dim} \\le \\kappa(r + \\varepsilon/2)^{\\dim}`
+    (volume is additive and monotone: the prose step); divide by the small ball's volume.
     """
-    return sympy.powsimp(sympy.simplify(packing_volume_ratio(radius, precision)), force=True)
+    chain = _Chain("packing lemma", P * ball_volume(precision / 2, dim, unit_volume),
+                   ball_volume(radius + precision / 2, dim, unit_volume),
+                   "disjoint balls inside a larger ball: volume comparison")
+    chain.scale(1 / ball_volume(precision / 2, dim, unit_volume), "divide by the volume of the small ball")
+    return chain.simplify("the unit-ball volume cancels").done()
 
 
-def theorem_4_5():
-    """Theorem 4.5: m prompt vectors give at most :math:`(1 + 2r/\\varepsilon)^{dm}` accessible sequences.
+@cache
+def theorem_4_5() -> Derivation:
+    """Theorem 4.5 in :math:`\\mathbb{R}^{dm}` with the norm :math:`\\max_j \\|x_j\\|`.
 
-    The output of a deterministic model is a function of its (distinguishable) prompt, and a prompt is
-    an m-tuple of vectors, each one of at most :math:`(1 + 2r/\\varepsilon)^d`: an m-fold product.
-
-    >>> theorem_4_5()
-    ((2*r + varepsilon)/varepsilon)**(d*m)
+    Quantisation hypothesis: the greedy output is a function of Q(x) for a map Q onto a set Z of
+    prompts pairwise at least ε apart in that norm, inside its ball of radius r, so
+    :math:`|A_n(m)| \\le |Z|`. The unit ball of the max norm is the product of m unit balls of
+    :math:`\\mathbb{R}^d`, volume :math:`\\kappa_d^m`: the packing lemma in dimension dm with that unit
+    volume bounds |Z|, and the bound is the product over the m vectors of the one-vector count.
     """
-    return sympy.powsimp(packing_lemma() ** m, force=True)
+    j = sympy.Symbol("j", positive=True, integer=True)
+    lemma = packing_lemma(dim=d * m, unit_volume=kappa**m)
+    count_z = sympy.Symbol(r"\left|Z\right|", positive=True)
+    chain = _Chain("Theorem 4.5", sympy.Symbol(r"\left|A_{n}(m)\right|", positive=True), count_z,
+                   "quantisation: the output is a function of Q(x), Q onto Z")
+    chain.apply_lemma(lemma, {P: count_z},
+                      "packing lemma in dimension dm, max norm, unit-ball volume κ to the m")
+    one_vector = packing_lemma().bound
+    return chain.equal(sympy.Product(one_vector, (j, 1, m)), "product over the m vectors").done()
 
 
-def corollary_4_6_n_star():
-    """Corollary 4.6: solving :math:`|V|^n \\le (1+2r/\\varepsilon)^{dm}` for n gives n*(m) <= C·m.
+# --- Corollary 4.6 ------------------------------------------------------------------------------
 
-    >>> sympy.simplify(corollary_4_6_n_star() - m * d * sympy.log(1 + 2 * r / eps) / sympy.log(V))
-    0
+
+@cache
+def corollary_4_6_n_star() -> Derivation:
+    """If all of V^n is accessible, :math:`|V|^n \\le (1+2r/\\varepsilon)^{dm}`; take ln, divide by ln|V|.
+
+    The last step checks the result against SymPy's own solution of :math:`|V|^n = (1+2r/\\varepsilon)^{dm}`.
     """
-    log_count = sympy.expand_log(sympy.log(theorem_4_5()), force=True)
-    (solution,) = sympy.solve(sympy.Eq(n * sympy.log(V), log_count), n)
-    return sympy.simplify(solution)
+    theorem = theorem_4_5()
+    count = theorem.bound
+    chain = _Chain("Corollary 4.6", V**n, theorem.result.lhs,
+                   "hypothesis: every sequence of length n accessible", check=HYPOTHESIS, equal=True)
+    chain.apply_lemma(theorem, {}, "Theorem 4.5").equal(count, "evaluate the product")
+    chain.log().scale(1 / sympy.log(V), "divide by ln|V| > 0")
+    (boundary,) = sympy.solve(sympy.Eq(n * sympy.log(V), sympy.expand_log(sympy.log(count), force=True)), n)
+    return chain.equal(boundary, "SymPy's solution of the boundary equation").done()
 
 
+@cache
 def corollary_4_6_slope():
-    """The slope :math:`C = d\\ln(1 + 2r/\\varepsilon)/\\ln|V|` (log base cancels)."""
-    return sympy.simplify(sympy.expand_log(corollary_4_6_n_star() / m, force=True))
+    """The slope :math:`C = n^*(m)/m = d\\ln(1 + 2r/\\varepsilon)/\\ln|V|` (log base cancels)."""
+    return sympy.simplify(sympy.expand_log(corollary_4_6_n_star().bound / m, force=True))
 
 
-def corollary_4_6_fraction():
-    """Accessible fraction of V^n, before capping at 1:
-    :math:`(1+2r/\\varepsilon)^{dm}/|V|^n = |V|^{-(n - Cm)}`.
+@cache
+def corollary_4_6_fraction() -> Derivation:
+    """Accessible fraction of V^n:
+    :math:`|A_n(m)|/|V|^n \\le (1+2r/\\varepsilon)^{dm}/|V|^n = |V|^{-(n - Cm)}`."""
+    chain = _Chain.from_lemma("Corollary 4.6, fraction", theorem_4_5(), {}, "Theorem 4.5")
+    chain.equal(theorem_4_5().bound, "evaluate the product").scale(V**-n, "divide by |V| to the n")
+    c = corollary_4_6_slope()
+    return chain.equal(V ** (-(n - c * m)), "write the count as |V| to the Cm").done()
 
-    >>> sympy.simplify(sympy.expand_log(sympy.log(corollary_4_6_fraction()), force=True)
-    ...                - (corollary_4_6_slope() * m - n) * sympy.log(V))
-    0
+
+@cache
+def _threshold(slope, rate_base, fraction, name) -> tuple[sympy.Expr, Derivation]:
+    """n(δ) solving ``rate_base^{-(n - slope m)} = fraction``, and the derivation that n >= n(δ)
+    implies ``rate_base^{-(n - slope m)} <= fraction``."""
+    (n_delta,) = sympy.solve(sympy.Eq(-(n - slope * m) * sympy.log(rate_base), sympy.log(fraction)), n)
+    n_delta = sympy.expand_log(sympy.simplify(n_delta), force=True)
+    chain = _Chain(name, n_delta, n, "hypothesis: n ≥ n(δ)", check=HYPOTHESIS)
+    chain.scale(sympy.log(rate_base), "multiply by ln|V| > 0").negate()
+    chain.shift(slope * m * sympy.log(rate_base), "add Cm ln|V|")
+    chain.equal(sympy.log(fraction), "n(δ) solves the boundary equation").exp()
+    chain.equal_lhs(rate_base ** (-(n - slope * m)), "the fraction bound")
+    return n_delta, chain.done()
+
+
+@cache
+def corollary_4_6_threshold() -> Derivation:
+    """Past :math:`n(\\delta) = Cm + \\ln(1/\\delta)/\\ln|V|` the fraction bound is at most δ."""
+    return _threshold(corollary_4_6_slope(), V, delta, "Corollary 4.6, threshold")[1]
+
+
+@cache
+def threshold_length():
+    """:math:`n(\\delta)`, solved by SymPy from :math:`|V|^{-(n - Cm)} = \\delta`."""
+    return _threshold(corollary_4_6_slope(), V, delta, "Corollary 4.6, threshold")[0]
+
+
+@cache
+def n50_bound() -> Derivation:
+    """Targets from Q with per-token rate h: :math:`Q(A) \\ge 1/2` forces :math:`n \\le C_Q m + \\ln 2/h`.
+
+    :math:`Q(A_n(m)) \\le |A_n(m)| \\max_s Q(s) \\le P^m e^{-nh}` (union bound, prose) with
+    :math:`\\ln P = d\\ln(1 + 2r/\\varepsilon)`; at n_50 the left side is at least 1/2. Uniform targets:
+    h = ln|V|, :math:`C_Q = C`.
     """
-    return theorem_4_5() / V**n
+    log_p = sympy.expand_log(sympy.log(packing_lemma().bound), force=True)
+    chain = _Chain("n_50 bound", sympy.Rational(1, 2), sympy.exp(m * log_p - n * h),
+                   "half the targets accessible; union bound Q(A) ≤ |A| max Q")
+    chain.log().shift(n * h, "add n h").scale(1 / h, "divide by h > 0")
+    chain.equal_lhs(n + sympy.log(sympy.Rational(1, 2)) / h, "expand")
+    return chain.shift(sympy.log(2) / h, "add ln 2 / h").done()
 
 
-def corollary_4_6_log10_fraction():
-    """log10 of the fraction bound, :math:`\\min(0, (Cm - n)\\log_{10}|V|)`, in log space (no overflow)."""
-    log_fraction = sympy.expand_log(sympy.log(corollary_4_6_fraction()), force=True)
-    return sympy.Min(0, sympy.simplify(log_fraction / sympy.log(10)))
+@cache
+def all_lengths() -> Derivation:
+    """Prompts of every length 1..m: :math:`\\sum_{k=1}^m P^k \\le P^m\\cdot P/(P-1)`, less than one token.
 
-
-def corollary_4_6_threshold():
-    """Length past which the fraction is below δ: :math:`n(\\delta) = Cm + \\ln(1/\\delta)/\\ln|V|`.
-
-    >>> sympy.simplify(corollary_4_6_threshold() - corollary_4_6_slope() * m
-    ...                + sympy.log(delta) / sympy.log(V))
-    0
+    P is the one-vector count. The series is summed by SymPy with P = 1 + q (no degenerate branch);
+    the excess :math:`\\ln(P/(P-1))/\\ln|V|` is at most :math:`1/((P-1)\\ln|V|)` since
+    :math:`\\ln(1 + x) \\le x` (:func:`log1p_below_x`).
     """
-    (solution,) = sympy.solve(sympy.Eq(sympy.log(corollary_4_6_fraction()), sympy.log(delta)), n)
-    return sympy.simplify(sympy.expand_log(solution, force=True))
+    series = sympy.summation((1 + q) ** k, (k, 1, m)).subs(q, P - 1)
+    chain = _Chain("all prompt lengths", sympy.Sum(P**k, (k, 1, m)), series, "geometric series (SymPy)",
+                   check=IDENTITY, equal=True)
+    chain.equal(P * (P**m - 1) / (P - 1), "simplify")
+    return chain.weaken(P**m * P / (P - 1), "drop the −P/(P − 1)").done()
 
 
-def all_lengths_count(size=None):
-    """Prompts of every length 1..m: :math:`\\sum_{k=1}^m K^k = K(K^m - 1)/(K - 1)`, K the one-vector count.
-
-    Derived with K = 1 + q, q > 0 (so the geometric series has no degenerate branch). It is at most
-    :math:`K^m \\cdot K/(K-1)`: less than one extra token once K > |V|.
-
-    >>> sympy.simplify(all_lengths_count() - K * (K**m - 1) / (K - 1))
-    0
-    """
-    series = sympy.summation((1 + q) ** k, (k, 1, m))
-    return sympy.simplify(series.subs(q, (K if size is None else size) - 1))
+@cache
+def log1p_below_x() -> Derivation:
+    """:math:`\\ln(1 + x) \\le x` for x >= 0: :math:`g(x) = x - \\ln(1+x)` is 0 at 0 and
+    :math:`g' = x/(1+x) \\ge 0`."""
+    g = _x - sympy.log(1 + _x)
+    chain = _Chain("ln(1+x) <= x", sympy.Integer(0), sympy.Integer(0), "g(0) = 0", check=IDENTITY)
+    chain.weaken_monotone("g′ = x/(1 + x) ≥ 0", g=g, variable=_x, start=0, end=_x)
+    return chain.shift(sympy.log(1 + _x), "add ln(1 + x)").done()
 
 
-def corollary_4_10_net_size():
-    """Size of an ε/4-net of the support: the packing lemma at η = ε/4, :math:`(1 + 8r/\\varepsilon)^d`.
+# --- Corollary 4.10 ------------------------------------------------------------------------------
 
-    >>> sympy.simplify(corollary_4_10_net_size() - (1 + 8 * r / eps) ** d)
-    0
-    """
+
+@cache
+def corollary_4_10_net_size() -> Derivation:
+    """Size K of an ε/4-net of the support: the packing lemma at η = ε/4, :math:`(1 + 8r/\\varepsilon)^d`."""
     return packing_lemma(precision=eps / 4)
 
 
-def corollary_4_10_log_packing():
-    """Upper bound on ln M_∞, the ε-packing number of measures on the support (Wasserstein-1).
+@cache
+def corollary_4_10_cover_radius() -> Derivation:
+    """Cover radius: atoms moved less than ε/4, weights with ℓ1 error below ε/(4r), and
+    :math:`W_1 \\le r\\,\\ell_1`: the two moves sum to less than ε/2, so each cover point holds at most
+    one of a set of measures pairwise ε apart."""
+    moves = sympy.Add(eps / 4, sympy.Mul(r, sympy.UnevaluatedExpr(eps / (4 * r))), evaluate=False)
+    chain = _Chain("cover radius", sympy.Symbol("W_1", positive=True), moves,
+                   "net move plus weight rounding, W1 ≤ r times the l1 error")
+    return chain.equal(eps / 2, "the two moves add up to ε/2").done()
 
-    Cover: atoms moved to an ε/4-net (K points, W1 < ε/4), weights rounded to multiples of 1/q with
-    q = ⌈K/ε_w⌉, ε_w = ε/(4r) (W1 <= r·ℓ1 < ε/4). The cover has :math:`\\binom{q+K-1}{K-1}` points and
-    :math:`\\ln\\binom{q+K-1}{K-1} \\le (K-1)(1 + \\ln\\frac{q+K-1}{K-1})
-    \\le K(1 + \\ln(1 + 1/\\varepsilon_w)) + 1`.
+
+@cache
+def corollary_4_10_log_packing() -> Derivation:
+    """:math:`\\ln M_\\infty \\le K(1 + \\ln(1 + 4r/\\varepsilon)) + 1` with K the net size.
+
+    Cover: weights on K net points in multiples of 1/Q, Q = ⌈K/ε_w⌉, ε_w = ε/(4r) — at most
+    :math:`\\binom{Q + K - 1}{K - 1}` points (stars and bars), and
+    :math:`\\ln\\binom{a + b}{b} \\le b(1 + \\ln\\frac{a+b}{b})` (from :math:`\\binom{n}{b} \\le (en/b)^b`):
+    the two prose
+    steps. Then Q <= K/ε_w + 1 (monotone step), ln of a product (identity),
+    :math:`(K-1)\\ln\\frac{K}{K-1} \\le 1` (:func:`log1p_below_x` at x = 1/(K-1)) and K - 1 <= K.
     """
-    inverse_weight_resolution = 4 * r / eps  # 1/ε_w
-    return corollary_4_10_net_size() * (1 + sympy.log(1 + inverse_weight_resolution)) + 1
+    weights, theta = sympy.Symbol("Q", positive=True), sympy.Symbol("theta", positive=True)
+    inv_w = 4 * r / eps  # 1/ε_w
+    b = K - 1
+    log_m = sympy.Symbol(r"\ln M_\infty", positive=True)
+    chain = _Chain("Corollary 4.10", log_m, sympy.log(sympy.binomial(weights + b, b)),
+                   "packing ≤ cover at radius ε/2; stars and bars")
+    chain.weaken_prose(b * (1 + sympy.log((weights + b) / b)), "binomial(n, b) ≤ (e n / b) to the b")
+    chain.weaken_monotone("Q = ceil(4rK/ε) ≤ 4rK/ε + 1", g=chain.rhs, variable=weights, start=weights,
+                          end=K * inv_w + 1, given={weights: K * inv_w + 1 - theta})
+    chain.equal(b * (1 + sympy.log(1 + inv_w)) + b * sympy.log(K / b), "ln of a product")
+    chain.weaken_by_lemma(b * sympy.log(K / b), _k_log_bound(), {}, "(K − 1) ln(K/(K − 1)) ≤ 1")
+    return chain.weaken(K * (1 + sympy.log(1 + inv_w)) + 1, "K − 1 ≤ K").done()
 
 
+@cache
+def _k_log_bound() -> Derivation:
+    """:math:`(K-1)\\ln\\frac{K}{K-1} \\le 1`: :func:`log1p_below_x` at x = 1/(K-1), times K - 1."""
+    chain = _Chain.from_lemma("(K − 1) ln(K/(K − 1)) ≤ 1", log1p_below_x(), {_x: 1 / (K - 1)},
+                              "ln(1 + x) ≤ x at x = 1/(K − 1)")
+    chain.scale(K - 1, "multiply by K − 1 > 0").equal(sympy.Integer(1), "simplify")
+    return chain.equal_lhs((K - 1) * sympy.log(K / (K - 1)), "1 + 1/(K − 1) = K/(K − 1)").done()
+
+
+@cache
 def corollary_4_10_threshold():
-    """Corollary 4.10: :math:`N = \\ln M_\\infty / \\ln|V|`, independent of the prompt length m.
+    """Corollary 4.10: :math:`N = \\ln M_\\infty / \\ln|V|` with K the net size, independent of m.
 
     >>> m in corollary_4_10_threshold().free_symbols
     False
     """
-    return corollary_4_10_log_packing() / sympy.log(V)
+    return corollary_4_10_log_packing().bound.subs(K, corollary_4_10_net_size().bound) / sympy.log(V)
 
 
+# --- the norm-consistent cone --------------------------------------------------------------------
+
+
+@cache
+def cone_count() -> Derivation:
+    """Euclidean cone sector: :math:`P \\le f(\\varphi, d)\\,(1 + 2r_2/\\varepsilon + 1/\\sin\\varphi)^d`.
+
+    The ε/2-neighbourhood of a cone of half-angle φ < π/2 is the cone with its apex moved back by t,
+    where the boundaries are :math:`t\\sin\\varphi = \\varepsilon/2` apart (solved by SymPy). The
+    ε/2-balls around the points lie in that cone within radius :math:`R = r_2 + \\varepsilon/2 + t` of its
+    apex, a sector of volume :math:`f\\,\\kappa R^d` (prose: cone sectors scale like balls).
+    """
+    f = sympy.Symbol("f", positive=True)
+    (shift,) = sympy.solve(sympy.Eq(_t * sympy.sin(phi), eps / 2), _t)
+    radius = r2 + eps / 2 + shift
+    chain = _Chain("cone count", P * ball_volume(eps / 2), f * ball_volume(radius),
+                   "disjoint ε/2-balls inside the shifted cone sector")
+    chain.scale(1 / ball_volume(eps / 2), "divide by the volume of the small ball")
+    return chain.equal(f * (1 + 2 * r2 / eps + 1 / sympy.sin(phi)) ** d, "simplify").done()
+
+
+@cache
 def cone_fraction(dim: int):
     """Fraction of a dim-ball inside a cone of half-angle φ, from the polar integral (small dim only).
 
@@ -160,8 +518,11 @@ def cone_fraction(dim: int):
     1/2 - cos(varphi)/2
     """
     integrand = sympy.sin(_t) ** (dim - 2)
-    whole = sympy.integrate(integrand, (_t, 0, sympy.pi))
-    return sympy.simplify(sympy.integrate(integrand, (_t, 0, phi)) / whole)
+    cap = sympy.integrate(integrand, (_t, 0, phi))
+    return sympy.simplify(cap / sympy.integrate(integrand, (_t, 0, sympy.pi)))
+
+
+# --- the ellipsoid (Cavalieri) -------------------------------------------------------------------
 
 
 def unit_ball_volume(dim):
@@ -187,15 +548,16 @@ def _with_segments(semi_axes, segments):
         [x for x in semi_axes if x != j], [x for x in rest if x != j])
 
 
+@cache
 def ellipsoid_cube_count(dim: int):
     """:math:`\\mathrm{vol}(E + [-\\varepsilon/2, \\varepsilon/2]^d)/\\varepsilon^d` for an axis-aligned
     ellipsoid E.
 
     The L∞ packing count of the ellipsoid (:func:`accessibility.bounds.log_ellipsoid_count`), derived by
     adding the cube one segment at a time; semi-axes ``a_1 .. a_dim``. Equals
-    :math:`\\sum_T \\omega_{|T|} \\prod_{i \\in T} a_i/\\varepsilon`; in one dimension it is the
-    packing lemma, and with :math:`\\omega_k` replaced by its bounding cube's volume :math:`2^k` it is
-    the box count.
+    :math:`\\sum_T \\omega_{|T|} \\prod_{i \\in T} a_i/\\varepsilon`; in one dimension it is the packing
+    lemma,
+    and with :math:`\\omega_k` replaced by its bounding cube's volume :math:`2^k` it is the box count.
 
     >>> ellipsoid_cube_count(1)
     2*a_1/varepsilon + 1

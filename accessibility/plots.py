@@ -203,12 +203,13 @@ def _place_labels(ax, labels, **text) -> None:
 
 
 def plot_theory_vs_experiment(theory):
-    """Published experimental slope against the theoretical slope, ball and refined, per model.
+    """Published experimental slope against the theoretical slope, ball bound and heuristic, per model.
 
     ``theory`` is :func:`accessibility.published.theory_table`; the experimental slope is the PG-19
     figure slope where published, else the authors' table slope. A thin line joins each model's ball
-    and refined points; dotted lines mark ratios 1, 5, 10 and 20. Models whose points coincide
-    (same C and slope, e.g. Pythia-1b and -1.4b) share one label.
+    bound and its cone-and-cells heuristic (the published conventions, not a bound); dotted lines
+    mark ratios 1, 5, 10 and 20. Models whose points coincide (same C and slope, e.g. Pythia-1b and
+    -1.4b) share one label.
     """
     import numpy as np
 
@@ -224,9 +225,9 @@ def plot_theory_vs_experiment(theory):
     for names in labels.values():
         ax.annotate(", ".join(names), (theory.loc[names[0], "slope"], experiment[names[0]]),
                     fontsize="x-small", xytext=(4, -3), textcoords="offset points")
-    ax.scatter(theory["slope"], experiment, label="ball support, ln|V|", zorder=3)
-    ax.scatter(theory["slope_cone_cells"], experiment, marker="s", label="cone (min cos) and cells (H)",
-               zorder=3)
+    ax.scatter(theory["slope"], experiment, label="ball bound C (ln|V|)", zorder=3)
+    ax.scatter(theory["slope_cone_cells"], experiment, marker="s",
+               label="cone and cells heuristic (published)", zorder=3)
     x_lim = (theory["slope_cone_cells"].min() / 1.5, 1.5 * theory["slope"].max())
     y_lim = (experiment.min() / 1.5, 1.5 * experiment.max())
     for ratio in (1, 5, 10, 20):
@@ -238,6 +239,26 @@ def plot_theory_vs_experiment(theory):
            xlabel="theoretical slope C (tokens per vector)", ylabel="experimental slope (tokens per vector)")
     _plain_log_ticks(ax)
     ax.legend(loc="lower right")  # the upper left holds the "1×" label
+    return fig
+
+
+def plot_construction(certificates, *, measured=None):
+    """The lower bound: lengths every sampled sequence of which greedy decoding reproduced, against m,
+    next to the upper bound C·m.
+
+    ``certificates`` are :class:`accessibility.construction.Certificate` (one per m, same model);
+    ``measured`` optionally maps a label to ``(m values, n_50 values)`` of a cramming run to show beside.
+    """
+    fig, ax = new_figure()
+    m, slope = [c.m for c in certificates], certificates[0].slope
+    ax.plot(m, [slope * x for x in m], color="grey", linestyle="--", label="upper bound C·m (Corollary 4.6)")
+    ok = [c for c in certificates if c.all_reproduced]
+    ax.scatter([c.m for c in ok], [c.length for c in ok], zorder=3,
+               label="construction: every sampled sequence of length k·m reproduced")
+    for label, (ms, n50) in (measured or {}).items():
+        ax.plot(ms, n50, marker="s", linestyle=":", label=label)
+    ax.set(xlabel="prompt length m (vectors)", ylabel="sequence length n (tokens)", xticks=m)
+    ax.legend(fontsize="small", loc="upper left")
     return fig
 
 

@@ -119,10 +119,22 @@ def float_count(fmt: str | FloatFormat, r):
 
     >>> float_count("fp16", 1.0), float_count("fp16", 65504.0), float_count("bf16", 1.0)
     (30721.0, 63487.0, 32513.0)
+    >>> float_count("fp16", 70000.0)
+    Traceback (most recent call last):
+    ...
+    accessibility.checks.InputError: r = 70000 exceeds the largest finite fp16 value 65504: ...
     """
     fmt = float_format(fmt) if isinstance(fmt, str) else fmt
     r = np.asarray(positive("r", r), dtype=float)
+    _representable("r", fmt, r)
     return as_float(2 * _positive_at_most(fmt, r)[0] + 1)
+
+
+def _representable(name: str, fmt: FloatFormat, x) -> None:
+    """A support beyond the largest finite value cannot be stored in the format: an error, not a clip."""
+    if (np.abs(x) > fmt.max_finite).any():
+        raise InputError(f"{name} = {np.max(np.abs(x)):g} exceeds the largest finite {fmt.name} value "
+                         f"{fmt.max_finite:g}: such a support cannot be stored in that format")
 
 
 def float_count_between(fmt: str | FloatFormat, low, high):
@@ -139,6 +151,7 @@ def float_count_between(fmt: str | FloatFormat, low, high):
     low, high = np.broadcast_arrays(np.asarray(low, dtype=float), np.asarray(high, dtype=float))
     if not (np.isfinite(low).all() and np.isfinite(high).all()) or (low > high).any():
         raise InputError("need finite low <= high for every interval")
+    _representable("the interval ends", fmt, np.concatenate([low.ravel(), high.ravel()]))
     p_hi, hi_exact = _positive_at_most(fmt, np.abs(high))
     p_lo, lo_exact = _positive_at_most(fmt, np.abs(low))
     straddle = p_lo + 1 + p_hi                                # low <= 0 <= high

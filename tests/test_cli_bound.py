@@ -4,6 +4,9 @@ import json
 import math
 import subprocess
 import sys
+import warnings
+
+import numpy as np
 
 import pytest
 
@@ -23,11 +26,37 @@ def test_slope_and_optional_keys(capsys):
     out = _json(capsys, "--d-model", "2048", "--vocab-size", "50304", "--min-cos", "-0.29", "--m", "4",
                 "--n", "7000")
     assert out["log_cone_fraction"] == pytest.approx(bounds.log_cone_fraction(d_model=2048, min_cos=-0.29))
-    assert out["slope_cone"] < out["slope"]
+    assert out["slope_cone_published"] < out["slope_cone"] == out["slope"]  # consistent: the ball wins here
+    assert out["r2_over_r"] == pytest.approx(math.sqrt(2048)) and out["r2"] is None
     assert out["n_star_bound"] == pytest.approx(4 * out["slope"])
+    assert out["n50_bound"] == pytest.approx(4 * out["slope"] + math.log(2) / math.log(50304))
     assert out["log10_fraction_bound"] == pytest.approx(-(7000 - 4 * out["slope"]) * math.log10(50304))
     unbounded = bounds.log10_unbounded_threshold(d_model=2048, vocab_size=50304)
     assert out["log10_N_unbounded"] == pytest.approx(unbounded)
+    given = _json(capsys, "--d-model", "64", "--vocab-size", "100", "--r", "1", "--r2", "1.5",
+                  "--min-cos", "0.95")
+    cone = float(bounds.log_cone_bound(d_model=64, r=1.0, r2=1.5, min_cos=0.95)) / math.log(100)
+    assert given["slope_cone"] == pytest.approx(cone) and given["slope_cone"] < given["slope"]
+
+
+def test_min_cos_over_the_whole_range_is_positive_finite_or_one_line(capsys):
+    """Done means: for every X in [-1, 1] a positive finite cone slope no larger than the ball's, or a
+    one-line error naming --min-cos; never a RuntimeWarning."""
+    errors = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for x in np.concatenate([np.linspace(-1, 1, 41), 1 - 10.0 ** -np.arange(2, 10), [1.0]]):
+            argv = ["bound", "--d-model", "576", "--vocab-size", "49152", "--min-cos", repr(float(x)),
+                    "--json"]
+            status = main(argv)
+            captured = capsys.readouterr()
+            if status == 0:
+                out = json.loads(captured.out)
+                assert 0 < out["slope_cone"] <= out["slope"] and math.isfinite(out["slope_cone"])
+            else:
+                errors += 1
+                assert status == 2 and "--min-cos" in captured.err and captured.err.count("\n") == 1
+    assert 0 < errors < 10  # only the narrowest cones, where the published convention turns negative
 
 
 def test_precision_conventions(capsys):
@@ -48,15 +77,26 @@ def test_model_lookup_reproduces_published_ratio(capsys):
     out = _json(capsys, "--model", "PYTHIA-1.4B")
     assert out["model"] == "Pythia-1.4b" and out["d_model"] == 2048 and out["vocab_size"] == 50304
     assert round(out["slope"], 1) == 1573.6
-    assert out["published_slope_table"] == 261.4 and out["ratio_table"] == pytest.approx(6.02, abs=0.01)
+    assert out["published_slope_table"] == 261.4 and abs(out["ratio_table"] - 6.019802) < 1e-6
     assert out["min_cos"] == -0.233 and "slope_cone" in out and "published_flag" in out
+    assert out["r2"] == 120 and out["slope_cone"] == out["slope"]  # the published r2: the cone does not help
     absolute = _json(capsys, "--model", "pythia-160m", "--eps", "0.01")  # the published radius is r
     assert absolute["r"] == 22.45
     assert absolute["slope"] == pytest.approx(768 * math.log1p(2 * 22.45 / 0.01) / math.log(50304))
     text_main = main(["bound", "--model", "gemma-3-270m"])
     text = capsys.readouterr().out
-    assert text_main == 0 and "slope C / H (cells)" in text
-    assert "tokens per vector" in text and "log10" in text
+    assert text_main == 0 and "slope C / H (cells heuristic)" in text
+    assert "tokens per vector" in text and "log10" in text and "published cone convention (heuristic)" in text
+
+
+@pytest.mark.parametrize("name, published, real", [("pythia-1.4b", 6.019802, 6.019802),
+                                                   ("pythia-2.8b", 9.939214, 9.939214),
+                                                   ("pythia-6.9b", 11.099110, 11.096505)])
+def test_authors_convention_ratio_to_the_digit_beside_the_real_config(capsys, name, published, real):
+    out = _json(capsys, "--model", name)
+    assert abs(out["ratio_table_authors"] - published) < 1e-6 and out["published_ratio_ball"] == published
+    assert abs(out["ratio_table"] - real) < 1e-6
+    assert out["vocab_size_authors"] == 50304 and {"published_ratio_box", "published_slope_box"} <= set(out)
 
 
 @pytest.mark.parametrize("argv, word", [
@@ -72,8 +112,16 @@ def test_model_lookup_reproduces_published_ratio(capsys):
     (["--d-model", "8", "--vocab-size", "10", "--precision", "exact-fp16"], "--r"),
     (["--d-model", "8", "--vocab-size", "10", "--n", "5"], "--m"),
     (["--vocab-size", "10"], "--d-model"),
-    (["--d-model", "8", "--vocab-size", "10", "--precision", "fp8"], "precision"),
+    (["--d-model", "8", "--vocab-size", "10", "--delta", "0.1"], "--delta needs --m"),
+    (["--model", "pythia-160m", "--d-model", "2048"], "not both"),
+    (["--model", "pythia-160m", "--vocab-size", "100"], "not both"),
+    (["--d-model", "8", "--vocab-size", "10", "--precision", "exact-fp16", "--r", "70000"], "largest finite"),
+    (["--d-model", "8", "--vocab-size", "10", "--precision", "exact-fp16", "--r", "1", "--min-cos", "0.5"],
+     "--min-cos"),
     (["--d-model", "8", "--vocab-size", "10", "--precision", "bf16", "--eps", "1e-3"], "not both"),
+    (["--d-model", "8", "--vocab-size", "10", "--r2", "3", "--min-cos", "0.5"], "--r2 needs"),
+    (["--d-model", "576", "--vocab-size", "49152", "--min-cos", "1"], "--min-cos"),
+    (["--d-model", "8", "--vocab-size", "10", "--precision", "fp8"], "precision"),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, word):
     try:

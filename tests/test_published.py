@@ -32,6 +32,10 @@ PUBLISHED_SUPPORT = {  # L∞ / L2 / L1 max norm, mean cos, min cos
     "Gemma-3-270m": (9.95, 51, 1050, 0.056, -0.141), "Pythia-1.4b": (66.94, 120, 4199, 0.400, -0.233),
     "Pythia-2.8b": (41.56, 119, 4712, 0.357, -0.262), "Pythia-6.9b": (42.16, 115, 5818, 0.349, -0.295),
 }
+# The authors' theory notebook: ball ratio, box ratio, box slope C_rect, and their |V| for Pythia-6.9b.
+PUBLISHED_NOTEBOOK = {"Pythia-1.4b": (6.019802, 4.316811, 1128.4),
+                      "Pythia-2.8b": (9.939214, 7.161607, 1417.3),
+                      "Pythia-6.9b": (11.099110, 7.704780, 2184.7)}
 PUBLISHED_H = {"Pythia-160m": 12.87, "Pythia-410m": 14.54, "Pythia-1b": 14.71, "Qwen2.5-0.5B": 16.50,
           "Qwen2.5-1.5B": 16.87, "Llama-3.2-1B": 15.79, "Gemma-3-270m": 13.03}
 
@@ -55,6 +59,11 @@ def test_table_matches_spec(table):
     assert table["cell_entropy"].dropna().to_dict() == PUBLISHED_H
     assert table.loc["Pythia-1b", "m_max_pg19"] == 4 and table.loc["Pythia-160m", "m_max_pg19"] == 5
     assert (table.loc["Pythia-6.9b", "vocab_size"], table.loc["Pythia-2.8b", "d_model"]) == (50432, 2560)
+    for name, values in PUBLISHED_NOTEBOOK.items():
+        columns = ["ratio_ball_published", "ratio_box_published", "slope_box_published"]
+        assert tuple(table.loc[name, columns]) == values
+    assert table.loc["Pythia-6.9b", "vocab_size_authors"] == 50304
+    assert table.loc["Pythia-1.4b", "theta_published"] == 2.219
 
 
 def test_published_slopes_are_the_fits_of_the_published_n50():
@@ -85,7 +94,7 @@ def test_disagreements_are_flagged_not_resolved(table):
 
 def test_provenance_covers_every_column(table):
     prov = published.column_provenance()
-    shipped = set(table.columns) - {"table_minus_figure"} | {"name"}
+    shipped = set(table.columns) - {"table_minus_figure", "min_cos_from_theta"} | {"name"}
     assert shipped == set(prov.index)
     assert "config.json" in prov.loc["d_model", "source"]
     assert "config.json" in prov.loc["vocab_size", "source"]
@@ -105,15 +114,15 @@ def test_theory_table_reproduces_paper_ratios():
     theory = published.theory_table()
     c = 2048 * math.log(4097) / math.log(50304)
     assert theory.loc["Pythia-1.4b", "slope"] == pytest.approx(c) and round(c, 1) == 1573.6
-    assert theory.loc["Pythia-1.4b", "ratio_table"] == pytest.approx(6.02, abs=0.01)
     ratios = theory["ratio_table"].dropna()
     assert len(ratios) == 10 and 4.5 < ratios.min() and ratios.max() < 20.4  # inside the paper's range
     refined = theory["ratio_refined_table"].dropna()
-    assert (refined < theory.loc[refined.index, "ratio_table"]).all()  # cone and cells shrink the gap
+    assert (refined < theory.loc[refined.index, "ratio_table"]).all()  # the cone and cells heuristics
     assert theory.loc["Pythia-160m", "slope_cone"] < theory.loc["Pythia-160m", "slope"]
     exact = published.theory_table(precision="exact-fp16")
     assert (exact["slope"].dropna() > theory.loc[exact["slope"].dropna().index, "slope"]).all()
     assert exact["log10_N_unbounded"].isna().all() and theory["log10_N_unbounded"].notna().all()
+    assert exact["slope_cone_bound"].isna().all()
 
 
 def test_the_table_is_read_once_and_handed_out_as_copies(monkeypatch):
@@ -134,3 +143,42 @@ def test_paper_models_are_the_tables_hub_ids():
 
     table = published.load_table()
     assert PAPER_MODELS == {name.lower(): hf_id for name, hf_id in table["hf_id"].items()}
+
+
+def test_authors_ratios_to_the_digit_and_the_real_config_beside_them():
+    """fp16 relative ball bound with the authors' |V| over their table slope reproduces their printed
+    ratios to 1e-6; Pythia-6.9b with its real |V| = 50432 differs in the third decimal (flagged)."""
+    theory = published.theory_table(precision="bf16")  # the authors' columns ignore the precision asked for
+    for name, (ball, box, c_rect) in PUBLISHED_NOTEBOOK.items():
+        assert abs(theory.loc[name, "ratio_authors"] - ball) < 1e-6
+        assert round(box * theory.loc[name, "slope_table"], 1) == c_rect  # box ratio and C_rect agree
+    real = published.theory_table()
+    assert abs(real.loc["Pythia-6.9b", "ratio_table"] - 11.096505) < 1e-6
+    assert abs(real.loc["Pythia-6.9b", "ratio_table"] - real.loc["Pythia-6.9b", "ratio_authors"]) > 1e-3
+    assert "50304" in real.loc["Pythia-6.9b", "flag"] and "50432" in real.loc["Pythia-6.9b", "flag"]
+    assert (real["ratio_authors"] == real["ratio_table"]).drop(["Pythia-6.9b", "Gemma-3-1b-pt"]).all()
+
+
+def test_notebook_angle_disagreement_and_gemma_flag_are_shipped():
+    table = published.load_table()
+    assert table.loc["Pythia-1.4b", "min_cos_from_theta"] == pytest.approx(-0.604, abs=5e-4)
+    assert abs(table.loc["Pythia-1.4b", "min_cos_from_theta"] - table.loc["Pythia-1.4b", "min_cos"]) > 0.3
+    assert "2.219" in table.loc["Pythia-1.4b", "flag"] and "-0.604" in table.loc["Pythia-1.4b", "flag"]
+    gemma = table.loc["Gemma-3-270m", "flag"]
+    assert "randomly initialised" in gemma and "geometry chapter" in gemma
+    assert 2 * math.sqrt(640) == pytest.approx(table.loc["Gemma-3-270m", "l2_max"], abs=0.5)
+    prov = published.column_provenance()
+    assert "convolution" in prov.loc["cell_entropy", "source"]
+    assert "notebook" in prov.loc["ratio_box_published", "source"]
+
+
+def test_cone_bound_column_is_the_ball_and_the_precision_table():
+    """With the published L2 radii the norm-consistent cone never beats the ball; the precision table
+    holds every view for every model with radii."""
+    theory = published.theory_table()
+    known = theory["slope_cone_bound"].notna()
+    assert known.sum() == 10 and (theory.loc[known, "slope_cone_bound"] == theory.loc[known, "slope"]).all()
+    views = published.precision_table()
+    assert len(views) == 10 and {"fp16", "bf16", "exact-fp32", "fp16, eps = r2 u"} <= set(views.columns)
+    assert (views["fp16"] == theory.loc[views.index, "slope"]).all()
+    assert (views["exact-bf16"] > views["bf16"]).all() and (views["exact-fp16"] > views["fp16"]).all()

@@ -1,14 +1,20 @@
 """Bound calculator: Theorem 4.5, Corollary 4.6 (slope C, fraction bound) and Corollary 4.10.
 
 Give a width and a vocabulary (``--d-model``, ``--vocab-size``) or a model of the shipped table
-(``--model pythia-1.4b``; its published r, min cos, H and experimental slopes are then used unless
-overridden). Counts are printed as log10; the slope C is in tokens per prompt vector.
+(``--model pythia-1.4b``; its published r, r2, min cos, H and experimental slopes are then used unless
+overridden, and the authors'-convention ratio is printed next to the real-config one). Counts are
+printed as log10; the slope C is in tokens per prompt vector.
+
+``slope_cone`` is the norm-consistent cone bound (the smaller of the L∞ ball and the Euclidean cone
+of radius r2 at the same step; r2 defaults to sqrt(d)·r, the cube's own Euclidean radius);
+``slope_cone_published`` is the paper's convention (ball count plus the cone's volume fraction), a
+heuristic.
 
 Examples::
 
     accessibility bound --d-model 2048 --vocab-size 50304 --m 4 --n 7000 --json
     accessibility bound --model qwen2.5-0.5b --precision exact-fp16
-    accessibility bound --d-model 576 --vocab-size 49152 --r 30 --eps 0.01 --min-cos -0.2
+    accessibility bound --d-model 576 --vocab-size 49152 --r 30 --r2 200 --eps 0.01 --min-cos -0.2
 """
 
 from __future__ import annotations
@@ -25,20 +31,25 @@ from accessibility.precision import EXACT
 THEORY_COLUMNS = ("slope_cells", "slope_cone_cells", "ratio_pg19", "ratio_table")
 #: Published columns shown as they are, prefixed ``published_``.
 PUBLISHED_COLUMNS = ("slope_pg19", "r2_pg19", "slope_random", "r2_random", "slope_table")
+#: The authors' printed numbers, shown (where published) as ``published_<name without _published>``.
+NOTEBOOK_COLUMNS = ("ratio_ball_published", "ratio_box_published", "slope_box_published", "theta_published")
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--model", metavar="NAME", help="a model of the shipped table (case-insensitive), "
-                        "e.g. pythia-160m, qwen2.5-0.5b, llama-3.2-1b, gemma-3-270m; its published r and "
+                        "e.g. pythia-160m, qwen2.5-0.5b, llama-3.2-1b, gemma-3-270m; its published r, r2 and "
                         "min cos are used unless given")
     parser.add_argument("--d-model", type=int, metavar="D", help="model width d")
     parser.add_argument("--vocab-size", type=int, metavar="V",
                         help="vocabulary size |V| (rows of the unembedding)")
     add_precision_arguments(parser, radius=True)
+    parser.add_argument("--r2", type=float, metavar="R2", help="largest Euclidean norm of the support (with "
+                        "--min-cos; needs --r): the Euclidean radius of the norm-consistent cone bound")
     parser.add_argument("--min-cos", type=float, metavar="X", help="smallest pairwise cosine: adds the cone "
-                        "refinement with half-angle arccos(X)/2 (published convention)")
+                        "bound with half-angle arccos(X)/2 (the paper's choice of angle), norm-consistent, "
+                        "and the published cone convention (a heuristic)")
     parser.add_argument("--m", type=int, metavar="M", help="prompt length in vectors: adds Theorem 4.5's "
-                        "count and Corollary 4.6's n* <= C·m")
+                        "count, Corollary 4.6's n* <= C·m and the bound on n_50")
     parser.add_argument("--n", type=int, metavar="N", help="output length (needs --m): adds the log10 bound "
                         "on the accessible fraction of V^n (Corollary 4.6)")
     parser.add_argument("--delta", type=float, metavar="DELTA", help="with --m: the length past which the "
@@ -47,12 +58,16 @@ def add_arguments(parser) -> None:
 
 
 def _inputs(args) -> dict:
-    """Width, vocabulary, r, min cos and the model's row, from the flags and the shipped table."""
+    """Width, vocabulary, radii, min cos and the model's row, from the flags and the shipped table."""
     from accessibility import published
     from accessibility.checks import InputError
 
     spec = precision_of(args)
     row = published.lookup(args.model) if args.model else None
+    for flag, value in (("--d-model", args.d_model), ("--vocab-size", args.vocab_size)):
+        if row is not None and value is not None:
+            raise InputError(f"give --model or {flag}, not both: the model's published statistics belong "
+                             "to its own width and vocabulary")
 
     def known(column):
         return None if row is None or math.isnan(row[column]) else float(row[column])
@@ -63,17 +78,47 @@ def _inputs(args) -> dict:
         raise InputError("give --d-model and --vocab-size, or --model NAME")
     r = args.r if args.r is not None else known("linf_max")
     needs_radius({**spec, "r": r})
+    if args.r2 is not None and (args.r is None or args.min_cos is None):
+        raise InputError("--r2 needs --r and --min-cos (it is the Euclidean radius of the cone bound)")
     min_cos = args.min_cos if args.min_cos is not None else known("min_cos")
     if args.min_cos is not None and d < 2:
-        raise InputError("--min-cos (the cone refinement) needs --d-model >= 2")
+        raise InputError("--min-cos (the cone bound) needs --d-model >= 2")
+    if args.min_cos is not None and args.precision in EXACT:
+        raise InputError("--min-cos: the cone bound is a volume argument; use a relative precision or --eps")
     if args.n is not None and args.m is None:
         raise InputError("--n needs --m (the fraction bound is for a prompt of m vectors)")
-    return {"row": row, "d": d, "v": v, "r": r, "min_cos": min_cos}
+    if args.delta is not None and args.m is None:
+        raise InputError("--delta needs --m (the threshold n(delta) is for a prompt of m vectors)")
+    r2 = args.r2 if args.r2 is not None else (known("l2_max") if args.r is None else None)
+    return {"row": row, "d": d, "v": v, "r": r, "r2": r2, "min_cos": min_cos}
+
+
+def _cone(d, v, numerator, r, r2, min_cos, prec) -> dict:
+    """The norm-consistent cone bound and the published convention; one-line errors naming --min-cos."""
+    from accessibility import bounds
+    from accessibility.checks import InputError, in_range
+
+    min_cos = in_range("min_cos", min_cos, -1, 1)
+    known_r2 = r2
+    r = 1.0 if r is None else r  # only for a relative precision, where the counts depend on r2/r alone
+    r2 = math.sqrt(d) * r if r2 is None else r2  # the cube's own Euclidean radius: always valid
+    consistent = float(bounds.log_cone_bound(d_model=d, r=r, r2=r2, min_cos=min_cos,
+                                             precision=prec["precision"], eps=prec["eps"]))
+    log_f = bounds.log_cone_fraction(d_model=d, min_cos=min_cos)
+    published_num = numerator + log_f
+    for label, value in (("cone bound", consistent), ("published cone convention", published_num)):
+        if not (math.isfinite(value) and value > 0):
+            raise InputError(f"--min-cos {min_cos!r}: the {label} gives {value:.4g} nats, not a positive "
+                             f"count (norm-consistent cone bound: {consistent / math.log(v):.4g} tokens per "
+                             "vector)")
+    return {"min_cos": min_cos, "phi": float(bounds.cone_half_angle(min_cos)), "r2": known_r2,
+            "r2_over_r": r2 / r, "log_cone_fraction": log_f, "slope_cone": consistent / math.log(v),
+            "slope_cone_published": published_num / math.log(v)}
 
 
 def run(args) -> dict:
     from accessibility import bounds
-    from accessibility.checks import at_least, in_range, positive
+    from accessibility.checks import at_least, positive
 
     x = _inputs(args)
     d, v, r, row = x["d"], x["v"], x["r"], x["row"]
@@ -89,28 +134,26 @@ def run(args) -> dict:
            "eps": bounds.resolve_eps(**prec) if has_eps else None,
            "log_levels": bounds.log_levels(**prec), "numerator": numerator,
            "log10_count_per_vector": bounds.to_log10(numerator), "slope": c}
-    c_cone = None
-    if x["min_cos"] is not None:
-        min_cos = in_range("min_cos", x["min_cos"], -1, 1)
-        log_f = bounds.log_cone_fraction(d_model=d, min_cos=min_cos)
-        c_cone = bounds.slope(numerator + log_f, vocab_size=v)
-        out.update(min_cos=min_cos, phi=float(bounds.cone_half_angle(min_cos)), log_cone_fraction=log_f,
-                   slope_cone=c_cone)
+    cone = None
+    if x["min_cos"] is not None and args.precision not in EXACT:
+        cone = _cone(d, v, numerator, r, x["r2"], x["min_cos"], prec)
+        out.update(cone)
     if row is not None:
         out.update(_published(row, d, v, r, out.get("min_cos"), args.precision,
                               absolute=args.eps is not None))
     if args.m is not None:
         m = int(at_least("m", args.m, 1, integer=True))
         out.update(m=m, log10_count=bounds.to_log10(bounds.log_count(d_model=d, m=m, **prec)),
-                   n_star_bound=bounds.n_star_bound(m=m, slope=c))
+                   n_star_bound=bounds.n_star_bound(m=m, slope=c),
+                   n50_bound=bounds.n50_bound(m=m, slope=c, vocab_size=v))
         if args.delta is not None:
             out["n_delta"] = bounds.length_threshold(m=m, slope=c, vocab_size=v, delta=args.delta)
         if args.n is not None:
             n = int(at_least("n", args.n, 1, integer=True))
             out.update(n=n, log10_fraction_bound=bounds.log10_fraction_bound(n=n, m=m, slope=c, vocab_size=v))
-            if c_cone is not None:
-                out["log10_fraction_bound_cone"] = bounds.log10_fraction_bound(n=n, m=m, slope=c_cone,
-                                                                               vocab_size=v)
+            if cone is not None:
+                out["log10_fraction_bound_cone"] = bounds.log10_fraction_bound(
+                    n=n, m=m, slope=cone["slope_cone"], vocab_size=v)
     if args.precision not in EXACT:  # Corollary 4.10 needs a metric resolution ε
         out["log10_N_unbounded"] = bounds.log10_unbounded_threshold(d_model=d, vocab_size=v, **prec)
     if args.save:
@@ -122,15 +165,22 @@ def run(args) -> dict:
 
 
 def _published(row, d: int, v: int, r, min_cos, precision: str | None, absolute: bool) -> dict:
-    """The model's published H and slopes, and :func:`accessibility.published.theory_table`'s refined
-    slopes and ratios for its row with this command's d, |V|, r and min cos. The table's conventions
-    are relative and exact precisions: with an ``absolute`` ε its theory columns are None."""
+    """The model's published H and slopes, :func:`accessibility.published.theory_table`'s heuristic
+    slopes and ratios for its row with this command's d, |V|, r and min cos, and the authors'-convention
+    ratio (fp16 relative, their |V|) next to their printed numbers. The table's conventions are relative
+    and exact precisions: with an ``absolute`` ε its theory columns are None."""
     import pandas as pd
 
     from accessibility.published import theory_table
 
     out = {"cell_entropy": float(row["cell_entropy"]),
            **{f"published_{c}": float(row[c]) for c in PUBLISHED_COLUMNS}}
+    authors = theory_table().loc[row.name]  # the authors' convention: independent of this command's flags
+    out.update(vocab_size_authors=float(row["vocab_size_authors"]),
+               slope_authors=float(authors["slope_authors"]),
+               ratio_table_authors=float(authors["ratio_authors"]))
+    out.update({f"published_{c.removesuffix('_published')}": float(row[c]) for c in NOTEBOOK_COLUMNS
+                if not math.isnan(row[c])})
     if row["flag"]:
         out["published_flag"] = row["flag"]
     columns = THEORY_COLUMNS if min_cos is not None else tuple(c for c in THEORY_COLUMNS if "cone" not in c)
@@ -150,19 +200,29 @@ TEXT_ROWS = (
     ("log_levels", "ln levels per coordinate", "nats"),
     ("log10_count_per_vector", "count per vector", "log10"),
     ("slope", "slope C (Corollary 4.6)", "tokens per vector"), ("min_cos", "min cos", ""),
-    ("phi", "cone half-angle φ", "rad"), ("slope_cone", "slope C, cone", "tokens per vector"),
+    ("phi", "cone half-angle φ", "rad"), ("r2", "Euclidean radius r2", ""), ("r2_over_r", "r2 / r", ""),
+    ("slope_cone", "slope C, cone bound", "tokens per vector"),
+    ("slope_cone_published", "published cone convention (heuristic)", "tokens per vector"),
     ("m", "m", "vectors"), ("log10_count", "accessible sequences (Theorem 4.5)", "log10"),
-    ("n_star_bound", "n* <= C·m", "tokens"), ("n_delta", "n past which the fraction < δ", "tokens"),
+    ("n_star_bound", "n* <= C·m", "tokens"), ("n50_bound", "n_50 <= C·m + ln 2/ln|V|", "tokens"),
+    ("n_delta", "n past which the fraction < δ", "tokens"),
     ("n", "n", "tokens"), ("log10_fraction_bound", "accessible fraction of V^n", "log10"),
-    ("log10_fraction_bound_cone", "accessible fraction, cone", "log10"),
+    ("log10_fraction_bound_cone", "accessible fraction, cone bound", "log10"),
     ("log10_N_unbounded", "N unbounded (Corollary 4.10)", "log10 tokens"),
     ("cell_entropy", "published cell entropy H", "nats"),
-    ("slope_cells", "slope C / H (cells)", "tokens per vector"),
-    ("slope_cone_cells", "slope C, cone / H", "tokens per vector"),
+    ("slope_cells", "slope C / H (cells heuristic)", "tokens per vector"),
+    ("slope_cone_cells", "published cone / H (heuristic)", "tokens per vector"),
     ("published_slope_pg19", "published slope, PG-19", "tokens per vector"),
     ("published_slope_random", "published slope, random", "tokens per vector"),
     ("published_slope_table", "published slope, table", "tokens per vector"),
     ("ratio_pg19", "ratio C / PG-19 slope", ""), ("ratio_table", "ratio C / table slope", ""),
+    ("vocab_size_authors", "authors' |V|", "tokens"),
+    ("slope_authors", "slope C, authors' convention", "tokens per vector"),
+    ("ratio_table_authors", "ratio, authors' convention", ""),
+    ("published_ratio_ball", "published ratio, ball", ""),
+    ("published_ratio_box", "published ratio, box", ""),
+    ("published_slope_box", "published slope, box", "tokens per vector"),
+    ("published_theta", "published largest angle θ", "rad"),
     ("published_flag", "published flag", ""), ("folder", "saved in", ""),
 )
 
