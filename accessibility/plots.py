@@ -125,7 +125,7 @@ def format_table(table, decimals: int | dict = 2, *, default: int = 2):
         styler = styler.hide(axis="index")
     columns = df.shape[1] + (0 if named else df.index.nlevels)
     size = "0.8em" if columns > 8 else "0.9em" if columns > 6 else "1em"  # the wider, the smaller
-    tight = [("padding", "0.25em 0.3em"), ("font-size", size)]
+    tight = [("padding", "0.25em 0.2em" if columns > 8 else "0.25em 0.3em"), ("font-size", size)]
     return styler.set_table_styles([{"selector": "th", "props": [("white-space", "normal"), *tight]},
                                     {"selector": "td", "props": [("white-space", "nowrap"), *tight]}])
 

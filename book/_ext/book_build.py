@@ -9,6 +9,7 @@
 - prints a statement numbered as in the paper (``:nonumber:`` with a title ``4.5, finitely many
   ...``) as "Theorem 4.5 (finitely many ...)" rather than sphinx-proof's "Theorem (4.5, ...)";
 - drops the repeated inline script of sphinx-thebe (a console error);
+- adds ``static/book.css``: code in tables of prose may break, so that such tables fit the column;
 - registers the bibliography style ``authoryear``, whose labels ("Meyer et al., 2026") are the
   in-text citations of ``bibtex_reference_style: author_year``, so text and bibliography agree.
 """
@@ -38,10 +39,16 @@ def setup(app):
     os.environ[BOOK_BUILD_ENV] = "1"  # inherited by the kernels that execute the chapters
     _register_author_year_style()
     app.connect("config-inited", _use_local_mathjax)
+    app.connect("config-inited", _book_css)
     app.connect("build-finished", _copy_mathjax)
     app.connect("doctree-read", _paper_numbered_titles)
     app.connect("html-page-context", _unique_scripts, priority=900)  # after the extensions that add scripts
     return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
+def _book_css(app, config) -> None:
+    config.html_static_path.append(str(Path(__file__).parent / "static"))
+    app.add_css_file("book.css")
 
 
 def _use_local_mathjax(app, config) -> None:
