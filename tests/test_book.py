@@ -234,6 +234,7 @@ def test_twin_runs_alone_after_its_install_cell(name, tmp_path):
     installed = subprocess.run([str(py), "-c", "import accessibility; print(accessibility.__file__)"],
                                capture_output=True, text=True, cwd=folder, env=env).stdout
     assert str(venv) in installed  # the package came from the install cell, not from this checkout
+    shutil.rmtree(venv, ignore_errors=True)  # gigabytes (torch): not kept in pytest's temporary folders
 
 
 def test_book_extension_prints_paper_numbers_and_author_year_labels():
