@@ -431,8 +431,11 @@ def refined_slopes(stats: SupportStats, *, vocab_size: int, precision: str = "fp
     .. math:: C_{\\text{support}}
               = \\frac{\\ln P_{\\text{support}}(r, \\varepsilon)}{\\ln|V|\\ \\text{or}\\ H}
 
-    r is the measured L∞ radius (it sets ε = r·u for a relative precision). The cone uses the
-    enclosing half-angle around the mean direction; ``cone_published`` uses arccos(min cos)/2. The
+    r is the measured L∞ radius (it sets ε = r·u for a relative precision). ``cone`` is the
+    norm-consistent bound (:func:`accessibility.bounds.log_cone_bound`: the smaller of the ball count
+    and the Euclidean cone count of radius r_2 around the enclosing half-angle; None for an exact
+    float count, which is not a metric grid); ``cone_published`` is the published heuristic, the ball
+    count plus the log volume fraction of a cone of half-angle arccos(min cos)/2. The
     ellipsoid is the enclosing one of covariance shape (:func:`ellipsoid_axes`), counted with its
     half-widths (:func:`accessibility.bounds.log_ellipsoid_count`). ``entropy`` (the decoder-cell H of
     :mod:`accessibility.cells`) replaces ln|V| when given.
@@ -442,7 +445,8 @@ def refined_slopes(stats: SupportStats, *, vocab_size: int, precision: str = "fp
     num = {
         "ball": bounds.log_ball_count(d_model=stats.d_model, **kw),
         "box": bounds.log_box_count(lows=stats.lows.astype(float), highs=stats.highs.astype(float), **kw),
-        "cone": bounds.log_cone_count(d_model=stats.d_model, phi=stats.cone_angle, **kw),
+        "cone": (None if exact else bounds.log_cone_bound(d_model=stats.d_model, r2=stats.r_2,
+                                                          phi=stats.cone_angle, **kw)),
         "cone_published": (None if stats.min_cos is None
                            else bounds.log_cone_count(d_model=stats.d_model, min_cos=stats.min_cos, **kw)),
         "ellipsoid": (None if exact or stats.samples <= stats.d_model
