@@ -290,6 +290,37 @@ def plot_support_growth(table):
     return fig
 
 
+def plot_sample_size_trend(trend, *, d_model: int | None = None):
+    """Refined slopes C (left) and the smallest pairwise cosine (right) against the pooled sample count.
+
+    ``trend`` is :func:`accessibility.geometry.sample_size_trend` (one row per doubling). The ball's C,
+    which a relative precision makes independent of the samples, is the dashed reference; ``d_model``
+    marks the counts d (below it the ellipsoid is flat) and 10·d.
+    """
+    use_style()
+    n = trend.index.astype(float)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(MAX_WIDTH, 3.4), layout="constrained")
+    for key, marker in (("box", "s"), ("cone", "^"), ("ellipsoid", "o")):
+        left.plot(n, trend[key], marker=marker, label=key)
+    left.axhline(float(trend["ball"].iloc[-1]), color="grey", linestyle="--", label="ball")
+    left.set(ylabel="slope C (tokens per vector)")
+    right.plot(n, trend["min_cos"], marker="s", color="C3", label="min cosine")
+    right.set(ylabel="smallest pairwise cosine")
+    for ax in (left, right):
+        ax.set_xscale("log", base=2)
+        ax.set(xticks=list(n), xticklabels=[f"{x:g}" for x in n], xlabel="pooled samples")
+        ax.xaxis.set_minor_locator(plt.NullLocator())
+        ax.tick_params(axis="x", labelrotation=45)
+        if d_model is not None:
+            for x, text in ((d_model, "d"), (10 * d_model, "10·d")):
+                if n.min() <= x <= n.max():
+                    ax.axvline(x, color="grey", linewidth=0.8, linestyle=":")
+                    ax.annotate(text, (x, 1), xycoords=("data", "axes fraction"), ha="left", va="top",
+                                fontsize="small", color="grey")
+        ax.legend(fontsize="small")
+    return fig
+
+
 def plot_box_widths(widths, r_inf):
     """Sorted per-coordinate widths w_i of the box, as a fraction of the ball's 2r (log scale).
 

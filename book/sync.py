@@ -174,10 +174,15 @@ def labels(md: Path) -> Labels:
     result = Labels(title=heading[1].strip() if heading else md.stem)
     figures = equations = 0
     statements: dict[str, int] = {}
-    for line in text.split("\n"):
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
         if m := EQUATION.match(line):
             equations += 1
             result.text[m["label"]] = f"({equations})"
+        elif m := TARGET.match(line):  # a section label: references read as the section's title
+            heading = next((rest for rest in lines[i + 1:] if rest.strip()), "")
+            if heading.startswith("#"):
+                result.text[m["label"]] = f"the section *{heading.lstrip('#').strip()}*"
     for block in _blocks(text):
         if isinstance(block, str):
             continue
@@ -221,7 +226,7 @@ def _role(m: re.Match, md: Path) -> str:
     role, body = m["role"], " ".join(m["body"].split())
     explicit = EXPLICIT.match(body)
     text, target = (explicit["text"], explicit["target"]) if explicit else (None, body)
-    if role in ("glue", "glue:", "glue:text", "glue:any"):
+    if role in ("glue", "glue:", "glue:text", "glue:any", "glue:md"):
         return f"`{body.split(':')[0]}`"
     if role == "cite":
         bib = _bibliography()
