@@ -475,8 +475,30 @@ def load_model(name: str, *, dtype: torch.dtype | None = None, device: str | tor
     ...
     accessibility.models.ModelUnavailableError: model 'no-such-org/no-such-model' ... not on disk; ...
     """
+    with _quiet_loading():
+        return _load_model(name, dtype=dtype or torch.float32, device=device, allow_download=allow_download,
+                           **options)
+
+
+@contextmanager
+def _quiet_loading():
+    """Turn transformers' progress bars ("Loading weights") off while a model loads, then restore them.
+
+    They write to stderr, where a notebook shows them as noise next to the results.
+    """
+    from transformers.utils import logging as hf_logging
+
+    enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            hf_logging.enable_progress_bar()
+
+
+def _load_model(name: str, *, dtype: torch.dtype, device, allow_download: bool, **options) -> LoadedModel:
     key = name.strip().lower()
-    dtype = dtype or torch.float32
     if key == "toy":
         return load_toy(dtype=dtype, device=device, **options)
     if key == "smollm2-135m":
