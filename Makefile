@@ -1,6 +1,10 @@
 # Two entry points, each creating or reusing the virtual environment it needs:
 #   make book   execute every chapter (full CPU-scale runs, offline) and build the HTML book
 #   make test   unit tests, doctests and nbval over every chapter (quick mode)
+# and, for the book's maintainers:
+#   make browser               open every page of the built book in headless Chromium (tests/test_browser.py)
+#   make twins [REF=<commit>]  rewrite each chapter's install cell and .ipynb twin (REF: pin another commit)
+#   make release TAG=vX.Y.Z    version, pinned twins, launch buttons at the tag: two commits and the tag
 PYTHON ?= python3
 VENV ?= .venv
 # torch is installed first and pinned: an unpinned torch pulls a multi-GB CUDA build.
@@ -8,12 +12,16 @@ TORCH_SPEC ?= torch==2.13.0
 TORCH_PIP_ARGS ?=
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# MathJax for the book's pages, served from _static instead of a CDN (npm package mathjax@3).
+MATHJAX_VERSION ?= 3.2.2
+MATHJAX := .mathjax/node_modules/mathjax/es5/tex-mml-chtml.js
 # Never touch a model or dataset hub from the book build or the tests.
 OFFLINE := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1
+PYTEST_ARGS ?=
 
-.PHONY: book test install twins clean
+.PHONY: book test install mathjax browser twins release clean
 
-install: $(STAMP)
+install: $(STAMP) mathjax
 
 $(STAMP): pyproject.toml .ci/constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,15 +34,29 @@ $(STAMP): pyproject.toml .ci/constraints.txt
 	$(OFFLINE) $(BIN)/python -c "from accessibility.models import load_model; load_model('smollm2-135m')"
 	touch $(STAMP)
 
-book: $(STAMP)
+mathjax: $(MATHJAX)
+
+$(MATHJAX):
+	@if command -v npm > /dev/null; then \
+		npm install --prefix .mathjax --no-save --no-audit --no-fund --loglevel=error mathjax@$(MATHJAX_VERSION); \
+	else echo "npm not found: the book's pages will load MathJax from its CDN"; fi
+
+book: $(STAMP) mathjax
 	$(OFFLINE) $(BIN)/jupyter-book build --all -W -n --keep-going .
 
 test: $(STAMP)
-	$(OFFLINE) ACCESSIBILITY_QUICK=1 $(BIN)/python -m pytest
+	$(OFFLINE) ACCESSIBILITY_QUICK=1 $(BIN)/python -m pytest -rs $(PYTEST_ARGS)
+
+browser: $(STAMP) mathjax
+	$(BIN)/python -m pytest -rs -m browser tests/test_browser.py
 
 # Regenerate the Colab install cell and the .ipynb twin of every chapter after editing a chapter.
 twins: $(STAMP)
-	$(BIN)/python book/sync.py
+	$(BIN)/python book/sync.py $(if $(REF),--ref $(REF))
+
+release: $(STAMP)
+	@test -n "$(TAG)" || { echo "usage: make release TAG=vX.Y.Z"; exit 2; }
+	$(BIN)/python book/sync.py --release $(TAG)
 
 clean:
 	rm -rf _build

@@ -193,7 +193,7 @@ def train(config: CopyConfig, *, device: str | torch.device = "cpu", progress: b
     """Train a copy model (a fresh one from ``config.model`` unless given) until it copies every one
     of ``stop_strings`` held-out strings of the maximum training length exactly, or ``max_steps``.
     """
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
 
     model = model if model is not None else build_model(config.model, seed=config.seed, device=device)
     model.train()

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 import torch.nn.functional as F
-from tqdm.auto import tqdm
+from tqdm import tqdm  # not tqdm.auto: in a notebook without ipywidgets it warns on import
 
 from accessibility.checks import InputError, at_least, in_range, one_of, positive
 from accessibility.results import torch_generator

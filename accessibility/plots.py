@@ -1,24 +1,133 @@
-"""Figures for the book: seaborn/matplotlib, labelled axes, one function per figure.
+"""Figures and tables for the book: seaborn/matplotlib, labelled axes, one function per figure.
 
-Every function takes the data it draws (arrays, dataclasses or tables computed elsewhere in the
-package), returns the matplotlib ``Figure`` and never saves or shows it; chapters add the caption.
+Every ``plot_*`` function takes the data it draws (arrays, dataclasses or tables computed elsewhere
+in the package), returns the matplotlib ``Figure`` and never saves or shows it; chapters show it
+with :func:`glue_figure` and add the caption. :func:`format_table` prepares tables for display and
+:func:`glue` stores values for the book's text.
+
+Size policy: a figure is at most :data:`MAX_WIDTH` inches wide, the width of the book's content
+column at the resolution it is drawn in, so it is never scaled down and its text keeps the size
+it was drawn with; panels that do not fit side by side are stacked.
 """
 
 from __future__ import annotations
 
+import os
+
 import matplotlib.pyplot as plt
 import seaborn as sns
+
+#: Widest figure (inches): the book's content column at the figures' resolution.
+MAX_WIDTH = 6.4
+#: Smallest legend text (points) that stays readable at that width.
+MIN_LEGEND_POINTS = 8.0
+#: Set to 1 by the book build (``book/_ext``): figures are then shown by the book's captioned
+#: ``{glue:figure}`` and not as cell outputs.
+BOOK_BUILD_ENV = "ACCESSIBILITY_BOOK_BUILD"
 
 
 def use_style() -> None:
     """The book's plotting style (seaborn whitegrid, readable sizes)."""
-    sns.set_theme(style="whitegrid", context="notebook", palette="colorblind")
+    sns.set_theme(style="whitegrid", context="notebook", palette="colorblind",
+                  rc={"legend.fontsize": "small", "legend.title_fontsize": "small"})
 
 
-def new_figure(width: float = 6.4, height: float = 4.0):
+def new_figure(width: float = MAX_WIDTH, height: float = 4.0):
     """A figure with one axes, in the book's style."""
     use_style()
     return plt.subplots(figsize=(width, height), layout="constrained")
+
+
+def check_figure(fig) -> None:
+    """Raise ValueError when ``fig`` breaks the size policy: wider than :data:`MAX_WIDTH` or with
+    legend text smaller than :data:`MIN_LEGEND_POINTS`."""
+    width = fig.get_figwidth()
+    if width > MAX_WIDTH + 1e-9:
+        raise ValueError(f"figure width must be at most {MAX_WIDTH} in (the content column), got {width:.2f}")
+    legends = [ax.get_legend() for ax in fig.axes] + list(fig.legends)
+    sizes = [t.get_fontsize() for leg in legends if leg is not None for t in leg.get_texts()]
+    if sizes and min(sizes) < MIN_LEGEND_POINTS:
+        raise ValueError(f"legend text must be at least {MIN_LEGEND_POINTS} pt, got {min(sizes):.1f}")
+
+
+def glue(name: str, value, display: bool = True) -> None:
+    """:func:`myst_nb.glue` for the book's ``{glue}`` roles; without myst-nb (a notebook opened on
+    Colab) the value is only displayed, when ``display`` asks for it."""
+    try:
+        from myst_nb import glue as myst_glue
+    except ImportError:
+        if display:
+            from IPython.display import display as show
+
+            show(value)
+        return
+    myst_glue(name, value, display=display)
+
+
+def glue_figure(name: str, fig) -> None:
+    """Show ``fig`` exactly once and close it.
+
+    In the book (:data:`BOOK_BUILD_ENV` set) the figure is only glued under ``name``, for the
+    captioned ``{glue:figure}``; elsewhere (Jupyter, Colab, tests) it is the cell's output and
+    glued as well. Closing it keeps the inline backend from showing it a second time. Raises
+    ValueError when the figure breaks the size policy (:func:`check_figure`).
+    """
+    check_figure(fig)
+    if os.environ.get(BOOK_BUILD_ENV) != "1":
+        from IPython.display import display
+
+        display(fig)
+    glue(name, fig, display=False)
+    plt.close(fig)
+
+
+def format_table(table, decimals: int | dict = 2, *, default: int = 2):
+    """A table (DataFrame or Series) ready to show, as a pandas ``Styler``.
+
+    ``decimals``: one number of decimals for every float column, or a mapping column -> decimals
+    (other float columns get ``default``). Columns whose values are all whole numbers show none
+    (2774, not 2774.0); booleans read yes / no; missing values read "—" (never NaN). A named index
+    (or a MultiIndex) becomes ordinary leading columns, so there is no extra header row for index
+    names; long column labels may wrap after "_", "/" and spaces, cells are tightly padded and tables
+    of more than six (eight) columns are set at 90 % (80 %) of the text size, so that they fit the
+    column.
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"n": [2774.0, 3.0], "ratio_pg19": [22.474747, None]},
+    ...                   index=pd.Index(["a", "b"], name="model"))
+    >>> html = format_table(df).to_html()
+    >>> "2774.0" in html, "2774" in html, "22.47" in html, "nan" in html.lower(), "—" in html
+    (False, True, True, False, True)
+    """
+    import numpy as np
+    import pandas as pd
+
+    df = table.to_frame() if isinstance(table, pd.Series) else table.copy()
+    named = any(n is not None for n in df.index.names)
+    if named:
+        df = df.reset_index()
+    formats = {}
+    for column in df.columns:
+        values = df[column]
+        if pd.api.types.is_bool_dtype(values):
+            formats[column] = lambda v: "yes" if v else "no"
+        elif pd.api.types.is_integer_dtype(values):
+            formats[column] = "{:d}"
+        elif pd.api.types.is_float_dtype(values):
+            finite = values[np.isfinite(values)]
+            digits = decimals.get(column, default) if isinstance(decimals, dict) else decimals
+            whole = len(finite) and bool((finite == finite.round()).all()) and finite.abs().max() < 1e15
+            formats[column] = "{:.0f}" if whole else f"{{:.{digits}f}}"
+    wrap = {ord("_"): "_\u200b", ord("/"): "/\u200b"}
+    styler = df.style.format(formats, na_rep="—")
+    styler = styler.format_index(lambda label: str(label).translate(wrap), axis=1)
+    if named:
+        styler = styler.hide(axis="index")
+    columns = df.shape[1] + (0 if named else df.index.nlevels)
+    size = "0.8em" if columns > 8 else "0.9em" if columns > 6 else "1em"  # the wider, the smaller
+    tight = [("padding", "0.25em 0.2em" if columns > 8 else "0.25em 0.3em"), ("font-size", size)]
+    return styler.set_table_styles([{"selector": "th", "props": [("white-space", "normal"), *tight]},
+                                    {"selector": "td", "props": [("white-space", "nowrap"), *tight]}])
 
 
 # --- theory (bounds and corollaries) ---
@@ -54,21 +163,68 @@ def plot_fraction_bound(n, log10_bound_by_m, *, n_star_by_m=None):
     return fig
 
 
+def _plain_log_ticks(ax, axis: str = "both") -> None:
+    """Log-axis ticks at 1, 2 and 5 times powers of ten, written as plain numbers (300, not 3×10²)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    for which in ("x", "y") if axis == "both" else (axis,):
+        target = ax.xaxis if which == "x" else ax.yaxis
+        target.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        target.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        target.set_minor_formatter(NullFormatter())
+
+
+def _place_labels(ax, labels, **text) -> None:
+    """Annotate points ``[(label, (x, y)), ...]``, each at the first of a few offsets (right or left,
+    then further above or below) where it overlaps no marker, no label placed before it and not the
+    legend."""
+    offsets = [((dx, dy), "left" if dx > 0 else "right")
+               for dy in (4, -10, 14, -20, 24, -30) for dx in (4, -4)]
+    from matplotlib.transforms import Bbox
+
+    ax.figure.draw_without_rendering()  # settle the constrained layout first: positions are final
+    renderer = ax.figure.canvas.get_renderer()
+    legend = ax.get_legend()
+    taken = [legend.get_window_extent(renderer)] if legend is not None else []
+    taken += [t.get_window_extent(renderer) for t in ax.texts]  # labels placed by earlier calls
+    taken += [Bbox.from_extents(x - 3.5, y - 3.5, x + 3.5, y + 3.5)  # the markers
+              for points in ax.collections for x, y in ax.transData.transform(points.get_offsets())]
+    for label, xy in sorted(labels, key=lambda item: -item[1][1]):
+        for offset, ha in offsets:
+            note = ax.annotate(label, xy, xytext=offset, textcoords="offset points", ha=ha, **text)
+            box = note.get_window_extent(renderer)
+            if not any(box.overlaps(other) for other in taken):
+                taken.append(box)
+                break
+            note.remove()
+        else:  # crowded everywhere: the first place, overlapping
+            taken.append(ax.annotate(label, xy, xytext=offsets[0][0], textcoords="offset points",
+                                     **text).get_window_extent(renderer))
+
+
 def plot_theory_vs_experiment(theory):
     """Published experimental slope against the theoretical slope, ball bound and heuristic, per model.
 
     ``theory`` is :func:`accessibility.published.theory_table`; the experimental slope is the PG-19
     figure slope where published, else the authors' table slope. A thin line joins each model's ball
     bound and its cone-and-cells heuristic (the published conventions, not a bound); dotted lines
-    mark ratios 1, 5, 10 and 20.
+    mark ratios 1, 5, 10 and 20. Models whose points coincide (same C and slope, e.g. Pythia-1b and
+    -1.4b) share one label.
     """
-    fig, ax = new_figure(6.4, 4.6)
+    import numpy as np
+
+    fig, ax = new_figure(MAX_WIDTH, 4.6)
     experiment = theory["slope_pg19"].fillna(theory["slope_table"])
     for name in theory.index:
         ax.plot([theory.loc[name, "slope"], theory.loc[name, "slope_cone_cells"]], [experiment[name]] * 2,
                 color="grey", linewidth=0.6)
-        ax.annotate(name, (theory.loc[name, "slope"], experiment[name]), fontsize="x-small",
-                    xytext=(4, -3), textcoords="offset points")
+    labels: dict[tuple, list[str]] = {}
+    for name in theory.index:  # one label per point: coincident models are listed together
+        key = (round(float(np.log(theory.loc[name, "slope"])), 2), round(float(np.log(experiment[name])), 2))
+        labels.setdefault(key, []).append(name)
+    for names in labels.values():
+        ax.annotate(", ".join(names), (theory.loc[names[0], "slope"], experiment[names[0]]),
+                    fontsize="x-small", xytext=(4, -3), textcoords="offset points")
     ax.scatter(theory["slope"], experiment, label="ball bound C (ln|V|)", zorder=3)
     ax.scatter(theory["slope_cone_cells"], experiment, marker="s",
                label="cone and cells heuristic (published)", zorder=3)
@@ -81,7 +237,8 @@ def plot_theory_vs_experiment(theory):
             ax.annotate(f"{ratio}×", (x_label, x_label / ratio), fontsize="x-small", color="grey")
     ax.set(xscale="log", yscale="log", xlim=x_lim, ylim=y_lim,
            xlabel="theoretical slope C (tokens per vector)", ylabel="experimental slope (tokens per vector)")
-    ax.legend(fontsize="small", loc="upper left")
+    _plain_log_ticks(ax)
+    ax.legend(loc="lower right")  # the upper left holds the "1×" label
     return fig
 
 
@@ -117,7 +274,7 @@ def plot_support_growth(table):
     use_style()
     rows = table.drop(index="all", errors="ignore")
     ell = rows.index.astype(float)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(8.4, 3.6), layout="constrained")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(MAX_WIDTH, 3.4), layout="constrained")
     for key, label in (("r_inf", "$r_\\infty$ (max |coordinate|)"), ("r_2", "$r_2$"), ("r_1", "$r_1$")):
         left.plot(ell, rows[key], marker="o", label=label)
     left.set(yscale="log", ylabel="largest norm")
@@ -130,6 +287,37 @@ def plot_support_growth(table):
         ax.set_xscale("log", base=2)
         ax.set(xticks=list(ell), xticklabels=[f"{x:g}" for x in ell], xlabel="prompt length ℓ (tokens)")
         ax.xaxis.set_minor_locator(plt.NullLocator())
+    return fig
+
+
+def plot_sample_size_trend(trend, *, d_model: int | None = None):
+    """Refined slopes C (left) and the smallest pairwise cosine (right) against the pooled sample count.
+
+    ``trend`` is :func:`accessibility.geometry.sample_size_trend` (one row per doubling). The ball's C,
+    which a relative precision makes independent of the samples, is the dashed reference; ``d_model``
+    marks the counts d (below it the ellipsoid is flat) and 10·d.
+    """
+    use_style()
+    n = trend.index.astype(float)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(MAX_WIDTH, 3.4), layout="constrained")
+    for key, marker in (("box", "s"), ("cone", "^"), ("ellipsoid", "o")):
+        left.plot(n, trend[key], marker=marker, label=key)
+    left.axhline(float(trend["ball"].iloc[-1]), color="grey", linestyle="--", label="ball")
+    left.set(ylabel="slope C (tokens per vector)")
+    right.plot(n, trend["min_cos"], marker="s", color="C3", label="min cosine")
+    right.set(ylabel="smallest pairwise cosine")
+    for ax in (left, right):
+        ax.set_xscale("log", base=2)
+        ax.set(xticks=list(n), xticklabels=[f"{x:g}" for x in n], xlabel="pooled samples")
+        ax.xaxis.set_minor_locator(plt.NullLocator())
+        ax.tick_params(axis="x", labelrotation=45)
+        if d_model is not None:
+            for x, text in ((d_model, "d"), (10 * d_model, "10·d")):
+                if n.min() <= x <= n.max():
+                    ax.axvline(x, color="grey", linewidth=0.8, linestyle=":")
+                    ax.annotate(text, (x, 1), xycoords=("data", "axes fraction"), ha="left", va="top",
+                                fontsize="small", color="grey")
+        ax.legend(fontsize="small")
     return fig
 
 
@@ -176,7 +364,8 @@ def plot_partitions(partitions, *, points=None, titles=None):
     from matplotlib.colors import ListedColormap
 
     use_style()
-    fig, axes = plt.subplots(1, len(partitions), figsize=(4.2 * len(partitions), 4.0), layout="constrained",
+    fig, axes = plt.subplots(1, len(partitions), figsize=(MAX_WIDTH, MAX_WIDTH / len(partitions) + 0.7),
+                             layout="constrained",
                              squeeze=False)
     ids, area = np.unique(np.concatenate([p.tokens.ravel() for p in partitions]), return_counts=True)
     rank = {int(t): i for i, t in enumerate(ids[np.argsort(-area, kind="stable")])}
@@ -241,7 +430,7 @@ def plot_cram_setup(m: int = 2, n: int = 6, prefix: bool = True):
     """Schematic of cramming: ``[prefix] [mem]_1..m t_1..t_{n-1}`` in, ``t_2..t_n`` predicted."""
     import matplotlib.patches as patches
 
-    fig, ax = new_figure(8.0, 2.6)
+    fig, ax = new_figure(MAX_WIDTH, 2.3)
     cells = ([("BOS", "0.85")] if prefix else []) + [(f"mem$_{i + 1}$", "#f4a582") for i in range(m)]
     cells += [(f"$t_{j}$", "#92c5de") for j in range(1, n)]
     first_pred = len(cells) - (n - 1)
@@ -252,8 +441,8 @@ def plot_cram_setup(m: int = 2, n: int = 6, prefix: bool = True):
             j = i - first_pred + 2
             ax.annotate("", (i + 0.43, 1.35), (i + 0.43, 0.75), arrowprops=dict(arrowstyle="->"))
             ax.text(i + 0.43, 1.6, f"$t_{{{j}}}$?", ha="center", va="center")
-    ax.text(len(cells) / 2, -0.45, "frozen causal LM; only the mem vectors are trained; loss and "
-            "exact-match check on $t_2..t_n$", ha="center", fontsize=9)
+    ax.text(len(cells) / 2, -0.45, "frozen causal LM; only the mem vectors are trained;\nloss and "
+            "exact-match check on $t_2..t_n$", ha="center", va="top", fontsize=9)
     ax.set(xlim=(-0.2, len(cells) + 0.1), ylim=(-0.7, 1.9))
     ax.axis("off")
     return fig
@@ -280,7 +469,7 @@ def plot_accessibility_curves(capacities_by_m, *, points=None, n_max=None):
             ax.plot(*points[m], "o", color=color, mfc="none", label=f"m = {m} (fixed-n runs)")
     ax.axhline(0.5, color="0.5", lw=0.8, ls=":")
     ax.set(xlabel="target length n (tokens)", ylabel="accessibility(n)", ylim=(-0.03, 1.03))
-    ax.legend(fontsize=8)
+    fig.legend(loc="outside lower center", ncol=2 if len(ax.get_lines()) > 4 else 4)  # never over a curve
     return fig
 
 
@@ -302,11 +491,16 @@ def plot_linear_law(summary, *, label: str = "measured"):
     if summary.fit is not None:
         fit, origin = summary.fit, summary.fit_origin
         r2 = "undefined" if fit.r2 is None else f"{fit.r2:.3f}"
-        ax.plot(x, fit.slope * x + fit.intercept,
-                label=f"fit: {fit.slope:.2f} m + {fit.intercept:.2f} (R² = {r2}, {fit.n_points} points)")
-        ax.plot(x, origin.slope * x, ls="--", label=f"through 0: {origin.slope:.2f} m")
+        sign = "−" if fit.intercept < 0 else "+"
+        line = f"fit: {fit.slope:.2f} m {sign} {abs(fit.intercept):.2f} (R² = {r2}, {fit.n_points} points)"
+        apart = np.abs(fit.slope * x + fit.intercept - origin.slope * x).max() > 0.05 * max(y.max(), 1e-9)
+        if not apart:  # the two lines would be drawn on top of each other: one line, both fits named
+            line += f"\nthrough 0: {origin.slope:.2f} m"
+        ax.plot(x, fit.slope * x + fit.intercept, label=line)
+        if apart:
+            ax.plot(x, origin.slope * x, ls="--", label=f"through 0: {origin.slope:.2f} m")
     ax.set(xlabel="m ([mem] vectors)", ylabel="n$_{50}$ (tokens)", xlim=(0, None), ylim=(0, None))
-    ax.legend(fontsize=8)
+    ax.legend(loc="upper left")
     return fig
 
 
@@ -314,7 +508,9 @@ def plot_slopes_vs_theory(rows):
     """Measured cramming slope against the Corollary 4.6 slope C, log-log, with lines of constant ratio.
 
     ``rows``: a DataFrame with columns ``label``, ``slope_theory``, ``slope``, ``source``
-    ("published" or "this book") and ``kind`` (text or random). Only this book's points are labelled.
+    ("published" or "this book") and ``kind`` (text or random). This book's points are labelled;
+    each of the paper's models is labelled once, in grey, above a line joining its text and random
+    slopes.
     """
     import numpy as np
 
@@ -325,34 +521,48 @@ def plot_slopes_vs_theory(rows):
         ax.scatter(part["slope_theory"], part["slope"], marker="o" if filled else "D", s=40,
                    facecolors=colors[kind] if filled else "none", edgecolors=colors[kind],
                    label=f"{source}, {kind}")
-        for _, r in part.iterrows():
-            if filled:
-                ax.annotate(r["label"], (r["slope_theory"], r["slope"]), fontsize=8, xytext=(4, 3),
-                            textcoords="offset points")
+    grey = []
+    for label, part in rows[rows["source"] == "published"].groupby("label"):
+        x, low, high = part["slope_theory"].iloc[0], part["slope"].min(), part["slope"].max()
+        ax.plot([x, x], [low, high], color="0.8", lw=0.8, zorder=1)  # a model's text and random slopes
+        grey.append((label, (x, high)))
     x = np.geomspace(rows["slope_theory"].min() / 2, rows["slope_theory"].max() * 2, 10)
     for ratio in (1, 10, 100):
         ax.plot(x, x / ratio, color="0.6", lw=0.7, ls=":")
         ax.text(x[-1], x[-1] / ratio, f"ratio {ratio}", fontsize=7, ha="right", va="bottom", color="0.4")
     ax.set(xscale="log", yscale="log", xlabel="Corollary 4.6 slope C (tokens per vector, fp16 relative ε)",
            ylabel="measured slope of n$_{50}$(m)", ylim=(rows["slope"].min() / 3, x[-1] * 1.5))
-    ax.legend(fontsize=8)
+    _plain_log_ticks(ax)
+    ax.legend(fontsize=8, loc="upper left")
+    ours = rows[rows["source"] != "published"]
+    _place_labels(ax, [(r["label"], (r["slope_theory"], r["slope"])) for _, r in ours.iterrows()], fontsize=8)
+    _place_labels(ax, grey, fontsize=7, color="0.35")
     return fig
 
 
 def plot_n50_side_by_side(published: dict, ours: dict):
-    """n_50(m) curves, the paper's (left, from the shipped table) and ours (right).
+    """n_50(m) curves, the paper's (top, from the shipped table) and ours (bottom).
 
-    Each argument maps a label to ``(ms, n50s)``.
+    Each argument maps a label ``"model (kind)"`` to ``(ms, n50s)``. One colour per model across
+    both panels; text targets (PG-19, text) are solid lines with circles, random ones dashed with
+    squares.
     """
     use_style()
-    fig, axes = plt.subplots(1, 2, figsize=(9.6, 3.8), layout="constrained")
-    for ax, series, title in ((axes[0], published, "published (GPU, paper's pipeline)"),
+    fig, axes = plt.subplots(2, 1, figsize=(MAX_WIDTH, 6.6), layout="constrained")
+    split = {label: (label.rsplit(" (", 1) + [""])[:2] for label in [*published, *ours]}
+    models = list(dict.fromkeys(model for model, _ in split.values()))
+    colors = dict(zip(models, sns.color_palette("colorblind", len(models))))
+    for ax, series, title in ((axes[0], published, "published (GPU, the paper's pipeline)"),
                               (axes[1], ours, "this book (CPU)")):
         for label, (ms, values) in series.items():
-            ax.plot(ms, values, "o-", label=label)
-        ax.set(xlabel="m ([mem] vectors)", ylabel="n$_{50}$ (tokens)", title=title, xlim=(0, None),
-               ylim=(0, None))
-        ax.legend(fontsize=8)
+            model, kind = split[label]
+            text = kind.rstrip(")") in ("PG-19", "text")
+            ax.plot(ms, values, "o-" if text else "s--", color=colors[model], label=label)
+        top = max(max(values) for _, values in series.values())
+        right = max(max(ms) for ms, _ in series.values())
+        ax.set(xlabel="m ([mem] vectors)", ylabel="n$_{50}$ (tokens)", title=title, xlim=(0, 1.05 * right),
+               ylim=(0, 1.1 * top))
+        ax.legend(loc="upper left")
     return fig
 
 

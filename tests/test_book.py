@@ -1,54 +1,142 @@
-"""The book's sources: every chapter has an up-to-date .ipynb twin and a current install cell."""
+"""The book's sources: every chapter has an up-to-date .ipynb twin that reads as a notebook and
+installs a package ref that exists; releases pin that ref; a twin runs alone."""
 
 import importlib.util
+import json
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import jupytext
+import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("book_sync", ROOT / "book" / "sync.py")
-sync = importlib.util.module_from_spec(_spec)
+sync = sys.modules["book_sync"] = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(sync)
 
 CHAPTERS = sync.chapters()
-CODE = [c for c in CHAPTERS if c.exists() and "code-cell" in c.read_text()]
+CODE = [c for c in CHAPTERS if c.exists() and sync.has_code(c)]
+PLAIN = [c for c in CHAPTERS if c.exists() and not sync.has_code(c)]
+#: What notebook clients would show raw: MyST roles, directives and colon fences.
+RAW_MYST = ("{glue", "{prf:", "{numref", "{eq}", "{doc}", "{cite}", ":::", "```{")
 
 
-def _cells(path):
-    return [(c.cell_type, c.source.strip()) for c in jupytext.read(path).cells]
+def _code(path):
+    return [c.source.strip() for c in jupytext.read(path).cells if c.cell_type == "code"]
+
+
+def _cells(nb):
+    return [(c.cell_type, c.source.strip(), c.metadata.get("tags", [])) for c in nb.cells]
+
+
+def _git_checkout() -> bool:
+    try:
+        return subprocess.run(["git", "rev-parse", "--is-inside-work-tree"], cwd=ROOT,
+                              capture_output=True, text=True).stdout.strip() == "true"
+    except FileNotFoundError:
+        return False
 
 
 @pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
-def test_chapter_exists_with_twin(md):
+def test_chapter_has_an_up_to_date_twin(md):
     assert md.exists(), f"{md} is listed in _toc.yml but missing"
     twin = md.with_suffix(".ipynb")
+    if md in PLAIN:
+        assert not twin.exists(), f"{twin.name}: a page without code has no twin (run `make twins`)"
+        assert "kernelspec" not in md.read_text(), f"{md.name}: no notebook header, so no launch buttons"
+        return
     assert twin.exists(), f"{twin.name} missing: run `make twins`"
-    assert _cells(twin) == _cells(md), f"{twin.name} differs from {md.name}: run `make twins`"
+    nb = nbformat.read(twin, as_version=4)
+    assert [c.source.strip() for c in nb.cells if c.cell_type == "code"] == _code(md), \
+        f"{twin.name}: code differs from {md.name}: run `make twins`"
+    assert _cells(nb) == _cells(sync.twin(md)), \
+        f"{twin.name}: markdown differs from {md.name}: run `make twins`"
+    assert "formats" not in nb.metadata.get("jupytext", {}), "a twin is generated, never paired"
 
 
 @pytest.mark.parametrize("md", CODE, ids=lambda p: p.stem)
 def test_install_cell_follows_config(md):
     nb = jupytext.read(md)
     first = next(c for c in nb.cells if c.cell_type == "code")
-    assert first.source.strip() == sync.install_cell_source().strip(), "run `make twins`"
+    assert first.source.strip() == sync.install_cell_source(sync.current_ref()).strip(), "run `make twins`"
     assert "remove-cell" in first.metadata.get("tags", [])
+
+
+def test_every_twin_names_one_ref_that_exists():
+    refs = {sync.named_ref(nbformat.read(md.with_suffix(".ipynb"), as_version=4)) for md in CODE}
+    assert len(refs) == 1 and None not in refs, f"the twins name {refs}: run `make twins`"
+    if not _git_checkout():
+        pytest.skip("not inside a git checkout: cannot check that the twins' ref exists")
+    ref = refs.pop()
+    found = subprocess.run(["git", "cat-file", "-e", f"{ref}^{{commit}}"], cwd=ROOT, capture_output=True)
+    assert found.returncode == 0, (
+        f"the twins install {ref}, which this repository does not have: pin an existing commit with "
+        "`make twins REF=<commit>` (or `make release TAG=...`), or fetch the tag")
+
+
+@pytest.mark.parametrize("md", CODE, ids=lambda p: p.stem)
+def test_twin_renders_without_myst(md):
+    """What JupyterLab and Colab show: the twin as nbconvert renders it, with no MyST syntax left."""
+    from nbconvert import HTMLExporter
+
+    html, _ = HTMLExporter().from_notebook_node(nbformat.read(md.with_suffix(".ipynb"), as_version=4))
+    left = [raw for raw in RAW_MYST if raw in html]
+    assert not left, f"{md.with_suffix('.ipynb').name} shows raw MyST: {left}"
+
+
+def test_notebook_markdown_rewrites_myst():
+    md = ROOT / "book" / "theorem45.md"  # labels resolve against a real chapter
+    text = "\n".join([
+        "(sec-x)=",
+        "The slope is {glue:text}`slope_model:.1f` by {prf:ref}`Corollary 4.6 <cor-46>`, "
+        "see {numref}`fig-levels`",
+        "and {eq}`eq-thm45` {cite}`meyer2026howmany`; next: {doc}`corollaries`.",
+        "",
+        "```{prf:theorem} 4.5, finitely many",
+        ":label: thm-x",
+        ":nonumber:",
+        "",
+        "Body.",
+        "```",
+        "",
+        ":::{note}",
+        "Careful.",
+        ":::",
+    ])
+    out = sync.notebook_markdown(text, md)
+    assert out.startswith("The slope is `slope_model` by Corollary 4.6, see Figure 1\n"
+                          "and (2) [Meyer et al., 2026]; "
+                          "next: *Corollaries 4.6 and 4.10: a linear slope and an exponential cliff*.")
+    assert "**Theorem 4.5 (finitely many).**\n\nBody." in out and "**Note.**\n\nCareful." in out
+    assert not any(raw in out for raw in RAW_MYST) and "(sec-x)=" not in out
+    numbered = sync.notebook_markdown("$$\nx = 1\n$$ (eq-packing)", md)
+    assert numbered == "$$\nx = 1\n\\tag{1}\n$$"
+    with pytest.raises(ValueError, match="no notebook rendering for the role"):
+        sync.notebook_markdown("{unknownrole}`x`", md)
+    with pytest.raises(ValueError, match="unknown figure target"):
+        sync.notebook_markdown("{numref}`fig-does-not-exist`", md)
 
 
 @pytest.mark.parametrize("md", CODE, ids=lambda p: p.stem)
 def test_chapters_define_nothing_reusable(md):
     """Chapters call the package; functions and classes belong in it, where they are tested."""
-    code = "\n".join(c.source for c in jupytext.read(md).cells if c.cell_type == "code")
-    assert not re.search(r"^\s*(def|class)\s", code, re.M)
+    assert not any(re.search(r"^\s*(def|class)\s", code, re.M) for code in _code(md))
 
 
-def test_install_cell_uses_repository_url_and_version():
-    import accessibility
-    import yaml
-
-    url = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
-    assert f"git+{url}@v{accessibility.__version__}" in sync.install_cell_source()
+@pytest.mark.parametrize("md", CODE, ids=lambda p: p.stem)
+def test_chapters_show_figures_once_and_format_tables(md):
+    """Figures go through ``plots.glue_figure`` (shown once); no cell ends in a bare rounded table."""
+    code = _code(md)
+    assert not any(re.search(r"glue\(\s*[\"']fig-", c) for c in code), "use plots.glue_figure for figures"
+    assert "from myst_nb" not in "\n".join(code), "import glue from accessibility.plots (no myst-nb on Colab)"
+    last_lines = [c.strip().splitlines()[-1] for c in code if c.strip()]
+    assert not [line for line in last_lines if re.fullmatch(r"[\w.\[\]\"' ]+\.round\(.*\)", line)], \
+        "show tables with plots.format_table"
 
 
 def test_references_to_unnumbered_statements_carry_their_text():
@@ -61,3 +149,112 @@ def test_references_to_unnumbered_statements_carry_their_text():
     bare = [(md.name, label) for md, text in sources.items()
             for label in re.findall(r"\{prf:ref\}`([^`<>\s]+)`", text) if label in unnumbered]
     assert not bare, f"write {{prf:ref}}`Corollary 4.6 <cor-46>`-style references: {bare}"
+
+
+def test_release_pins_the_released_commit(tmp_path):
+    """``make release``: version bumped, twins pinned to the release commit, buttons at the tag."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "repo"
+    for rel in ["_toc.yml", "_config.yml", "accessibility/__init__.py", "book/references.bib",
+                "book/sync.py", "book/_ext/book_build.py", *[str(md.relative_to(ROOT)) for md in CHAPTERS]]:
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / rel, repo / rel)
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org", "PYTHONPATH": str(ROOT)}
+    git = lambda *a: subprocess.run(["git", *a], cwd=repo, env=env, check=True, capture_output=True,  # noqa: E731
+                                    text=True).stdout.strip()
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-q", "-m", "start")
+    run = subprocess.run([sys.executable, "book/sync.py", "--release", "v9.8.7"], cwd=repo, env=env,
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    package = git("rev-parse", "HEAD~1")
+    assert git("rev-parse", "v9.8.7^{commit}") == git("rev-parse", "HEAD")
+    assert git("status", "--porcelain") == ""
+    assert '__version__ = "9.8.7"' in git("show", f"{package}:accessibility/__init__.py")
+    assert git("diff", "--name-only", package, "HEAD", "--", "accessibility") == ""  # the tag's package
+    for md in CHAPTERS:
+        if sync.has_code(md):
+            nb = nbformat.read(repo / md.relative_to(ROOT).with_suffix(".ipynb"), as_version=4)
+            assert sync.named_ref(nb) == package
+    assert re.search(r"^\s+branch: v9\.8\.7$", (repo / "_config.yml").read_text(), re.M)
+    again = subprocess.run([sys.executable, "book/sync.py", "--release", "v9.8.7"], cwd=repo, env=env,
+                           capture_output=True, text=True)
+    assert again.returncode != 0 and "exists already" in again.stderr
+
+
+#: Chapters run alone by the slow test: both read committed data through the installed package
+#: (theorem45 the published table, cramming the saved SmolLM2 runs of `load_run`).
+ALONE = ["theorem45", "cramming"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ALONE)
+def test_twin_runs_alone_after_its_install_cell(name, tmp_path):
+    """A twin copied to an empty folder runs to the end in a fresh virtual environment where only its
+    install cell has run (Colab's preinstalled torch stands in as torch 2.13.0, the repository as its
+    local path, at the ref the twin names)."""
+    import nbclient
+
+    if not _git_checkout():
+        pytest.skip("not inside a git checkout: the install cell installs a commit of it")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    # the "preinstalled" packages stay as they are
+    constraints = {"PIP_CONSTRAINT": str(ROOT / ".ci" / "constraints.txt")}
+    env = {**os.environ, **constraints, "PYTHONPATH": "", "ACCESSIBILITY_QUICK": "1", "HF_HUB_OFFLINE": "1"}
+    env.pop("VIRTUAL_ENV", None)
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "torch==2.13.0", "ipykernel"], check=True, env=env)
+    subprocess.run([str(py), "-m", "ipykernel", "install", "--prefix", str(tmp_path / "jupyter"),
+                    "--name", "alone"], check=True, env=env, capture_output=True)
+    nb = nbformat.read(ROOT / "book" / f"{name}.ipynb", as_version=4)
+    install = nb.cells[next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")]
+    url = sync.repository_url()
+    assert f"git+{url}@" in install.source
+    install.source = install.source.replace(f"git+{url}@", f"git+file://localhost{ROOT}@")
+    folder = tmp_path / "empty"
+    folder.mkdir()
+    nb.metadata["kernelspec"] = {"name": "alone", "display_name": "alone", "language": "python"}
+    env_kernel = {**env, "JUPYTER_PATH": str(tmp_path / "jupyter" / "share" / "jupyter"),
+                  "PATH": f"{venv / 'bin'}:{os.environ['PATH']}"}
+    old = dict(os.environ)
+    os.environ.update(env_kernel)
+    try:
+        client = nbclient.NotebookClient(nb, timeout=1800, kernel_name="alone",
+                                         resources={"metadata": {"path": str(folder)}})
+        client.execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    shown = json.dumps([o for c in nb.cells for o in c.get("outputs", [])])
+    assert "Traceback" not in shown
+    installed = subprocess.run([str(py), "-c", "import accessibility; print(accessibility.__file__)"],
+                               capture_output=True, text=True, cwd=folder, env=env).stdout
+    assert str(venv) in installed  # the package came from the install cell, not from this checkout
+    shutil.rmtree(venv, ignore_errors=True)  # gigabytes (torch): not kept in pytest's temporary folders
+
+
+def test_book_extension_prints_paper_numbers_and_author_year_labels():
+    from docutils import nodes
+    from pybtex.database import parse_string
+    from sphinx_proof.nodes import unenumerable_node
+
+    spec = importlib.util.spec_from_file_location("book_build", ROOT / "book" / "_ext" / "book_build.py")
+    book_build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(book_build)
+    doc = nodes.document(None, None)
+    for title in (" (4.5, finitely many accessible sequences)", " (Packing lemma)"):
+        statement = unenumerable_node()
+        statement += nodes.title("", title)
+        doc += statement
+    book_build._paper_numbered_titles(None, doc)
+    assert [t.astext() for t in doc.findall(nodes.title)] == ["4.5 (finitely many accessible sequences)",
+                                                               " (Packing lemma)"]
+    bib = parse_string("""
+        @article{a, author = {Meyer, A. and Michelessa, B. and Chaux, C. and Tan, D.}, year = {2026}}
+        @article{b, author = {Ben Allal, Loubna and Lozhkov, Anton}, year = {2025}}""", "bibtex")
+    assert [book_build.author_year_label(e) for e in bib.entries.values()] == ["Meyer et al., 2026",
+                                                                                "Ben Allal and Lozhkov, 2025"]

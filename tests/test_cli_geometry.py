@@ -2,10 +2,12 @@
 
 import json
 import math
+import warnings
 
 import pytest
 
 from accessibility.cli import main
+from accessibility.geometry import UntrainedNormWarning
 from accessibility.results import load_run
 
 GEOMETRY_KEYS = {"d_model", "vocab_size", "r_inf", "r_2", "r_1", "min_cos", "mean_cos",
@@ -32,6 +34,57 @@ def test_geometry_json(capsys, tmp_path):
     assert main(argv) == 0
     text = capsys.readouterr().out                       # the same run again, as a text table
     assert "tokens per vector" in text and "r_inf" in text and "ℓ (tokens)" in text
+    assert "pooled samples" in text                      # the slopes on nested halves of the samples
+    trend = out["sample_size_trend"]                     # nested halves: 2 lengths × 8 and × 16 samples
+    assert [row["pooled_samples"] for row in trend] == [16, 32]
+    assert trend[-1]["box"] == pytest.approx(out["slope_box"]) and trend[0]["ellipsoid"] is None
+
+
+def test_geometry_warns_on_an_untrained_norm(capsys, monkeypatch, tmp_path):
+    """The toy's final LayerNorm has its initial gains (all 1, bias 0): every ‖h‖ is √64."""
+    import dataclasses
+
+    from accessibility.cli import geometry as cli_geometry
+    from accessibility.models import load_model
+
+    argv = ["geometry", "--model", "toy", "--samples", "8", "--lengths", "4", "--save", str(tmp_path)]
+    out = _json(capsys, [*argv, "--json"])
+    fingerprint = out["norm_fingerprint"]
+    assert fingerprint["detected"] and fingerprint["gain"] == pytest.approx(1.0, rel=1e-5)
+    assert fingerprint["spread"] <= fingerprint["rtol"] and "1.000·√64" in out["warning"]
+
+    def checkpoint(args):  # the same random weights, as if read from a file that did not hold trained ones
+        toy = load_model("toy")
+        return dataclasses.replace(toy, info=dataclasses.replace(toy.info, source="/a/checkpoint"))
+
+    monkeypatch.setattr(cli_geometry, "load_model", checkpoint)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(argv) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("warning: toy: every post-norm L2 norm is 1.000·√64") and "untrained" in first
+    # one line in the output, not also the library's Python warning
+    assert not [w for w in caught if issubclass(w.category, UntrainedNormWarning)]
+
+
+def test_geometry_does_not_warn_on_trained_looking_gains(capsys, monkeypatch, tmp_path):
+    import torch
+
+    from accessibility.cli import geometry as cli_geometry
+    from accessibility.models import load_model
+
+    def toy_with_gains(args):
+        toy = load_model("toy")
+        gains = toy.model.gpt_neox.final_layer_norm.weight
+        with torch.no_grad():  # per-coordinate gains, as training leaves them
+            gains.uniform_(0.2, 3.0, generator=torch.Generator().manual_seed(0))
+        return toy
+
+    monkeypatch.setattr(cli_geometry, "load_model", toy_with_gains)
+    out = _json(capsys, ["geometry", "--model", "toy", "--samples", "8", "--lengths", "4", "--json",
+                         "--save", str(tmp_path)])
+    assert "warning" not in out and not out["norm_fingerprint"]["detected"]
+    assert out["norm_fingerprint"]["spread"] > out["norm_fingerprint"]["rtol"]
 
 
 def test_cells_json(capsys, tmp_path):

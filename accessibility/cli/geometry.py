@@ -4,9 +4,11 @@ Samples final-layer, post-norm, last-position hidden states of random prompts (r
 the model expects it) at each prompt length, and prints the L∞/L2/L1 radii, the mean and minimum
 pairwise cosine, the cone half-angles and the slopes C of Corollary 4.6 for the ball, box, cone and
 ellipsoid supports (fp16-relative precision unless ``--precision``/``--eps``). Statistics are pooled
-over all lengths; ``per_length`` shows how each grows with ℓ. For a model of the shipped table the
-published statistics are printed next to ours. The run is saved with ``--save DIR`` (default
-``results/geometry/<config hash>``).
+over all lengths; ``per_length`` shows how each grows with ℓ and ``sample_size_trend`` how the slopes
+move on nested halves of the samples. For a model of the shipped table the published statistics are
+printed next to ours. When every post-norm L2 norm is c·√d for one c (the fingerprint of an untrained
+final norm) a ``warning`` line says so; ``norm_fingerprint`` holds the test either way. The run is
+saved with ``--save DIR`` (default ``results/geometry/<config hash>``).
 
 Examples::
 
@@ -19,6 +21,7 @@ Examples::
 from __future__ import annotations
 
 import time
+import warnings
 
 from accessibility.cli._common import (
     add_model_arguments, add_precision_arguments, add_run_arguments, add_sampling_arguments, aligned,
@@ -55,11 +58,16 @@ def run(args) -> dict:
     start = time.perf_counter()
     config = run_config(args)
     loaded = load_model(args)
-    measured = geometry.measure_geometry(loaded, config["geometry"], progress=args.progress)
+    with warnings.catch_warnings():  # reported once, as the result's warning line
+        warnings.simplefilter("ignore", geometry.UntrainedNormWarning)
+        measured = geometry.measure_geometry(loaded, config["geometry"], progress=args.progress)
     pooled = measured.pooled
+    fingerprint = pooled.norm_fingerprint()
+    trend = geometry.sample_size_trend(measured, **precision_of(args))
     slopes = geometry.refined_slopes(pooled, vocab_size=loaded.info.vocab_size, **precision_of(args))
     info = loaded.info
     result = {
+        **({"warning": fingerprint.message(info.name)} if fingerprint.detected else {}),
         "model": info.name, "d_model": info.d_model, "vocab_size": info.vocab_size,
         "n_real_tokens": info.n_real_tokens, "quantization": info.quantization,
         "bos_token_id": info.bos_token_id, "samples": args.samples,
@@ -68,7 +76,9 @@ def run(args) -> dict:
         "precision": slopes.precision, "eps": args.eps,
         **{f"slope_{s}": getattr(slopes, s) for s in SLOPES},
         "numerators": slopes.numerators,
+        "norm_fingerprint": {k: v for k, v in vars(fingerprint).items() if k != "d_model"},
         "per_length": [s.summary() for s in measured.per_length],
+        "sample_size_trend": trend.reset_index().to_dict("records"),
         "published": published_row(info.name),
         "compute_seconds": time.perf_counter() - start,
     }
@@ -76,7 +86,10 @@ def run(args) -> dict:
 
 
 def text(result: dict) -> str:
-    """The pooled support next to the published one, the slopes, and the growth with ℓ."""
+    """The pooled support next to the published one, the slopes, the growth with ℓ and with the samples.
+
+    A first ``warning:`` line when the samples show the untrained-norm fingerprint.
+    """
     published = result["published"] or {}
     rows = [[label, result[key], published.get(key), unit] for key, label, unit in SHOWN]
     support = table(["support (pooled)", "measured", "published", "unit"], rows)
@@ -85,7 +98,12 @@ def text(result: dict) -> str:
                         for s in result["per_length"]])
     slopes = aligned([(f"slope C, {s.replace('_', ' ')}", result[f"slope_{s}"], "tokens per vector")
                       for s in SLOPES] + [("precision", result["precision"], ""), ("ε", result["eps"], "")])
-    return "\n".join([f"{result['model']}: d = {result['d_model']}, |V| = {result['vocab_size']}, "
+    trend = table(["pooled samples", "C box", "C cone", "C ellipsoid", "min cos"],
+                  [[t["pooled_samples"], t["box"], t["cone"], t["ellipsoid"], t["min_cos"]]
+                   for t in result["sample_size_trend"]])
+    warning = [f"warning: {result['warning']}"] if "warning" in result else []
+    return "\n".join([*warning, f"{result['model']}: d = {result['d_model']}, |V| = {result['vocab_size']}, "
                       f"{result['samples']} prompts per length", support, "", per_length, "", slopes, "",
+                      trend, "",
                       aligned([("compute time", result["compute_seconds"], "s"),
                                ("saved in", result["folder"], "")])])
