@@ -473,11 +473,12 @@ def plot_accessibility_curves(capacities_by_m, *, points=None, n_max=None):
     return fig
 
 
-def plot_linear_law(summary, *, label: str = "measured"):
+def plot_linear_law(summary, *, label: str = "measured", published: dict | None = None):
     """n_50(m) with its confidence interval, the least-squares line and the line through 0.
 
     ``summary`` is a :class:`accessibility.law.CramSummary` (:func:`accessibility.law.summarize`, or
-    ``CramSummary.from_json`` of a saved run's summary).
+    ``CramSummary.from_json`` of a saved run's summary). ``published`` optionally maps m to the
+    published protocol's n_50 on the same targets, drawn as open squares.
     """
     import numpy as np
 
@@ -499,6 +500,9 @@ def plot_linear_law(summary, *, label: str = "measured"):
         ax.plot(x, fit.slope * x + fit.intercept, label=line)
         if apart:
             ax.plot(x, origin.slope * x, ls="--", label=f"through 0: {origin.slope:.2f} m")
+    if published:
+        ax.plot(list(published), list(published.values()), "s", mfc="none", ms=9,
+                label="published protocol n$_{50}$ (logistic)")
     ax.set(xlabel="m ([mem] vectors)", ylabel="n$_{50}$ (tokens)", xlim=(0, None), ylim=(0, None))
     ax.legend(loc="upper left")
     return fig
@@ -537,6 +541,35 @@ def plot_slopes_vs_theory(rows):
     ours = rows[rows["source"] != "published"]
     _place_labels(ax, [(r["label"], (r["slope_theory"], r["slope"])) for _, r in ours.iterrows()], fontsize=8)
     _place_labels(ax, grey, fontsize=7, color="0.35")
+    return fig
+
+
+def plot_slopes_overview(table):
+    """Every slope of :func:`accessibility.compare.slopes_table` on one log axis, one row per model:
+    proven bounds (filled markers), heuristic refinements (open markers) and measured cramming slopes
+    (crosses), so the gap between theory and experiment reads along each row."""
+    import numpy as np
+
+    from accessibility.compare import BOUNDS, MEASURED
+
+    fig, ax = new_figure(MAX_WIDTH, 0.32 * len(table) + 1.6)
+    y = np.arange(len(table))[::-1]
+    palette = sns.color_palette("colorblind", len(BOUNDS) + len(MEASURED))
+    markers = dict(zip((*BOUNDS, *MEASURED), ("o", "s", "^", "D", "v", "P", "X", "x", "+")))
+    for color, column in zip(palette, (*BOUNDS, *MEASURED)):
+        values = table[column].to_numpy(float)
+        if not np.isfinite(values).any():
+            continue
+        proven = BOUNDS.get(column) == "proven"
+        measured = column in MEASURED
+        status = "measured" if measured else BOUNDS[column]
+        ax.scatter(values, y, marker=markers[column], s=36, label=f"{column} ({status})",
+                   facecolors=color if (proven or measured) else "none", edgecolors=color,
+                   linewidths=1.2, zorder=3)
+    ax.set(xscale="log", yticks=y, yticklabels=[f"{name} ({src})" for name, src in zip(table.index, table["source"])],
+           xlabel="slope (tokens per [mem] vector; bounds at fp16 relative precision)")
+    ax.grid(axis="y", color="0.92")
+    fig.legend(loc="outside lower center", ncol=3)
     return fig
 
 
