@@ -566,7 +566,8 @@ def plot_slopes_overview(table):
         ax.scatter(values, y, marker=markers[column], s=36, label=f"{column} ({status})",
                    facecolors=color if (proven or measured) else "none", edgecolors=color,
                    linewidths=1.2, zorder=3)
-    ax.set(xscale="log", yticks=y, yticklabels=[f"{name} ({src})" for name, src in zip(table.index, table["source"])],
+    labels = [f"{name} ({source})" for name, source in zip(table.index, table["source"])]
+    ax.set(xscale="log", yticks=y, yticklabels=labels,
            xlabel="slope (tokens per [mem] vector; bounds at fp16 relative precision)")
     ax.grid(axis="y", color="0.92")
     fig.legend(loc="outside lower center", ncol=3)
