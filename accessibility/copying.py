@@ -232,6 +232,21 @@ class TrainLog:
     checks: list[tuple[int, float]]  # (step, held-out exact-match accuracy at the maximum length)
 
 
+def stopping_outcome(log: TrainLog, max_steps: int) -> str:
+    """How a run ended, in words: the step where the stopping rule was met, or the budget spent.
+
+    >>> stopping_outcome(TrainLog(1875, True, 0, 0, [], []), 20_000)
+    'met at step 1875'
+    >>> stopping_outcome(TrainLog(20_000, False, 0, 0, [], []), 20_000)
+    'not met in 20000 steps (budget spent)'
+    """
+    if log.converged:
+        return f"met at step {log.steps}"
+    if log.steps < max_steps:
+        return f"not met after {log.steps} of {max_steps} steps (interrupted)"
+    return f"not met in {max_steps} steps (budget spent)"
+
+
 def train(config: CopyConfig, *, device: str | torch.device = "cpu", progress: bool = False,
           model: CopyModel | None = None, checkpoint: str | Path | None = None) -> tuple[CopyModel, TrainLog]:
     """Train a copy model (a fresh one from ``config.model`` unless given) until it copies every one
@@ -303,6 +318,35 @@ def _resume(path: Path, model, optimizer, data: torch.Generator, device) -> Trai
     data.set_state(state["data"])
     log = state["log"]
     return TrainLog(**{**log, "checks": [tuple(c) for c in log["checks"]]})
+
+
+@dataclass(frozen=True)
+class LossTrend:
+    """The training loss at the end of a run: its mean over the last ``window`` steps (``last``)
+    and over the ``window`` steps before them (``before``), and the least-squares slope over the
+    last window, per 1000 steps."""
+
+    window: int
+    before: float
+    last: float
+    slope_per_1k: float
+
+
+def loss_trend(log: TrainLog, window: int) -> LossTrend:
+    """How the loss moved at the end of training (see :class:`LossTrend`); ``window`` is cut to half
+    the steps when there are fewer than two windows.
+
+    >>> loss_trend(TrainLog(6, False, 0, 0, [6.0, 5.0, 4.0, 3.0, 2.0, 1.0], []), window=3)
+    LossTrend(window=3, before=5.0, last=2.0, slope_per_1k=-1000.0)
+    """
+    at_least("window", window, 1, integer=True)
+    losses = np.asarray(log.losses, dtype=float)
+    if losses.size < 2:
+        raise InputError(f"loss_trend needs at least 2 logged steps; got {losses.size}")
+    window = min(int(window), losses.size // 2)
+    last, before = losses[-window:], losses[-2 * window:-window]
+    slope = np.polyfit(np.arange(window), last, 1)[0] * 1000 if window > 1 else math.nan
+    return LossTrend(window, float(before.mean()), float(last.mean()), float(slope))
 
 
 def clopper_pearson(k, n: int, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
@@ -434,8 +478,8 @@ class CopyRun:
             "char_accuracy": dict(zip(e.lengths.tolist(), e.char_accuracy.tolist())),
             "n_strings": e.n_strings, "copy_n50": self.n50.n50, "copy_n50_ci": [self.n50.low, self.n50.high],
             "train_seconds": self.log.train_seconds, "cpu_seconds": self.log.cpu_seconds,
-            "steps": self.log.steps, "converged": self.log.converged, "cached": self.cached,
-            "folder": str(self.folder),
+            "count_eos": e.count_eos, "steps": self.log.steps, "max_steps": self.config.max_steps,
+            "converged": self.log.converged, "cached": self.cached, "folder": str(self.folder),
         }
 
 
