@@ -269,7 +269,8 @@ def train(config: CopyConfig, *, device: str | torch.device = "cpu", progress: b
     log = TrainLog(0, False, 0.0, 0.0, [], [])
     if checkpoint is not None and Path(checkpoint).exists():
         log = _resume(Path(checkpoint), model, optimizer, data, device)
-    start, cpu_start, spent, cpu_spent = time.perf_counter(), time.process_time(), log.train_seconds, log.cpu_seconds
+    spent, cpu_spent = log.train_seconds, log.cpu_seconds  # by earlier sessions of a resumed run
+    start, cpu_start = time.perf_counter(), time.process_time()
     bar = tqdm(range(log.steps, config.max_steps), initial=log.steps, total=config.max_steps,
                disable=not progress, desc=f"copy {config.model.arch}")
     for step in bar:

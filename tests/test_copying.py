@@ -15,9 +15,9 @@ from accessibility.copy_models import (ARCHITECTURES, CopyModelConfig, alibi_bia
                                        build_model, state_size)
 from accessibility.copy_task import (BOS_ID, EOS_ID, IGNORE, PAD_ID, SEP_ID, SYMBOLS, decode, encode,
                                      eval_batch, packed_batch)
-from accessibility.copying import (PAPER_DIFFERENCES, CopyConfig, CopyEval, clopper_pearson, copy_n50, evaluate,
-                                   exact_match, greedy_copy, learning_rate, load_record, run_copy, saved_summary,
-                                   teacher_forced, train)
+from accessibility.copying import (PAPER_DIFFERENCES, CopyConfig, CopyEval, clopper_pearson, copy_n50,
+                                   evaluate, exact_match, greedy_copy, learning_rate, load_record, run_copy,
+                                   saved_summary, teacher_forced, train)
 from accessibility.models import torch_threads
 
 TINY = dict(d_model=32, n_layers=1, n_heads=2)
@@ -199,7 +199,8 @@ def test_only_the_eos_wrong_is_exact_by_default_and_not_with_count_eos():
     assert not letters.count_eos and with_eos.count_eos
     for e in (letters, with_eos):  # the per-position verdicts do not depend on the metric
         assert e.char_accuracy.tolist() == [1.0, 1.0]
-        assert [p[-1] for p in e.position_accuracy] == [0.0, 0.0] and all(p[:-1].all() for p in e.position_accuracy)
+        assert [p[-1] for p in e.position_accuracy] == [0.0, 0.0]
+        assert all(p[:-1].all() for p in e.position_accuracy)
     # the stopping rule uses the same metric: met at the first check by default, never with the EOS
     config = CopyConfig(model=CopyModelConfig(**TINY), train_lengths=(2, 4), rows=2, row_tokens=16,
                         max_steps=4, check_every=2, stop_strings=16)
