@@ -87,6 +87,9 @@ def run_config(args):
 def run(args) -> dict:
     import time
 
+    from pathlib import Path
+
+    from accessibility import cache_dir
     from accessibility.copying import run_copy, saved_summary
     from accessibility.results import config_hash
 
@@ -96,7 +99,8 @@ def run(args) -> dict:
     seconds = time.perf_counter() - start + (result.log.train_seconds if result.cached else 0.0)
     out = {"preset": args.preset, **result.summary(), "config_hash": config_hash(config.training_part()),
            "compute_seconds": seconds}
-    out["model_folder"] = out.pop("folder")                    # the cached model; "folder" is the saved run
+    # the cached model, relative to the package cache (no machine's path in a saved run); "folder" is the run
+    out["model_cache"] = str(Path(out.pop("folder")).resolve().relative_to(cache_dir().resolve()))
     folder = save(args, "copy", config, saved_summary(result) | out)["folder"]
     return {**out, "folder": folder}
 
