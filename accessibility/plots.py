@@ -643,3 +643,27 @@ def plot_copy_positions(e, lengths, train_max: int):
            ylim=(-0.03, 1.03))
     ax.legend(fontsize=8)
     return fig
+
+
+def plot_copy_losses(logs: dict, *, smooth: int = 100):
+    """Training loss against step, one curve per model (running mean over ``smooth`` steps, log
+    scale); a dot where the stopping rule was met, a cross where the step budget ran out.
+
+    ``logs`` maps a label to a :class:`~accessibility.copying.TrainLog`.
+    """
+    import numpy as np
+
+    fig, ax = new_figure()
+    colors = sns.color_palette("colorblind", len(logs))
+    for color, (label, log) in zip(colors, logs.items()):
+        losses = np.asarray(log.losses, dtype=float)
+        k = max(1, min(smooth, losses.size))
+        mean = np.convolve(losses, np.ones(k) / k, mode="valid")
+        steps = np.arange(k, losses.size + 1)
+        ax.plot(steps, mean, color=color, lw=1.2, label=label)
+        ax.plot(steps[-1], mean[-1], "o" if log.converged else "x", color=color, ms=6)
+    ax.plot([], [], "o", color="0.3", label="stopping rule met")
+    ax.plot([], [], "x", color="0.3", label="step budget spent")
+    ax.set(xlabel="training step", ylabel=f"training loss (mean of {smooth} steps)", yscale="log")
+    ax.legend(fontsize=8)
+    return fig

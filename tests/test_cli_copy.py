@@ -37,6 +37,11 @@ def test_copy_json_record(tmp_path, capsys):
     assert main(["copy", "--arch", "lstm", *save, *TINY]) == 0
     text = capsys.readouterr().out
     assert "cached model" in text and "copy_n50" in text and "exact match" in text
+    assert not record["count_eos"] and record["max_steps"] == 2
+    eos = ["--count-eos", "--save", str(tmp_path / "eos")]
+    assert main(["copy", "--arch", "lstm", "--json", *eos, *TINY]) == 0
+    with_eos = json.loads(capsys.readouterr().out)
+    assert with_eos["count_eos"] and with_eos["config_hash"] != record["config_hash"]  # another stopping rule
 
 
 @pytest.mark.parametrize("argv, words", [

@@ -2,19 +2,22 @@
 
 import math
 import re
+from dataclasses import fields, replace
 
 import numpy as np
 import pytest
 import torch
 from scipy.stats import binomtest
 
+from accessibility import copying
 from accessibility.checks import InputError
 from accessibility.copy_models import (ARCHITECTURES, CopyModelConfig, alibi_bias, alibi_slopes,
                                        build_model, state_size)
 from accessibility.copy_task import (BOS_ID, EOS_ID, IGNORE, PAD_ID, SEP_ID, SYMBOLS, decode, encode,
                                      eval_batch, packed_batch)
-from accessibility.copying import (CopyConfig, CopyEval, clopper_pearson, copy_n50, evaluate, greedy_copy,
-                                   load_record, run_copy, saved_summary, teacher_forced, train)
+from accessibility.copying import (PAPER_DIFFERENCES, CopyConfig, CopyEval, clopper_pearson, copy_n50,
+                                   evaluate, exact_match, greedy_copy, learning_rate, load_record, run_copy,
+                                   saved_summary, teacher_forced, train)
 from accessibility.models import torch_threads
 
 TINY = dict(d_model=32, n_layers=1, n_heads=2)
@@ -126,6 +129,8 @@ def test_config_validation_names_the_parameter():
         CopyConfig(train_lengths=(9, 5))
     assert CopyConfig(eval_lengths=(30, 10, 10)).eval_lengths == (10, 30)
     assert CopyConfig.paper().train_lengths == (5, 50) and CopyConfig.paper().model.pretrained
+    with pytest.raises(InputError, match="count_eos"):
+        CopyConfig(count_eos="yes")
 
 
 @pytest.mark.parametrize("arch", ["rope", "lstm"])
@@ -155,18 +160,103 @@ def trained():
     return model, log
 
 
-def test_teacher_forced_exact_match_equals_greedy_decoding(trained):
+@pytest.mark.parametrize("count_eos", [False, True])
+def test_teacher_forced_exact_match_equals_greedy_decoding(trained, count_eos):
     model, _ = trained
     exact_tf, exact_greedy = [], []
     for length in (2, 4, 6, 8):
         batch = eval_batch(length, 64, torch.Generator().manual_seed(length))
-        exact_tf.append(teacher_forced(model, batch).all(1))
+        exact_tf.append(exact_match(teacher_forced(model, batch), count_eos))
         strings = batch.ids[:, 1:length + 1]
         target = torch.cat([strings, torch.full((64, 1), EOS_ID)], 1)
-        exact_greedy.append((greedy_copy(model, strings) == target).all(1))
+        emitted = greedy_copy(model, strings)
+        columns = length + 1 if count_eos else length  # the greedy string, with or without its EOS
+        exact_greedy.append((emitted[:, :columns] == target[:, :columns]).all(1))
     exact_tf, exact_greedy = torch.cat(exact_tf), torch.cat(exact_greedy)
     assert 0 < exact_tf.float().mean() < 1  # both outcomes occur, so the comparison means something
     assert torch.equal(exact_tf, exact_greedy)
+
+
+class WrongEOS(torch.nn.Module):
+    """Reads the answer off the input: predicts every next symbol of a copy example, except a letter
+    ('a') where the EOS comes. One (zero) parameter, so that it can be 'trained'."""
+
+    def __init__(self):
+        super().__init__()
+        self.bias = torch.nn.Parameter(torch.zeros(30))
+
+    def forward(self, ids):
+        following = torch.cat([ids[:, 1:], ids[:, :1]], 1)
+        following = torch.where(following == EOS_ID, 0, following)
+        return 10 * torch.nn.functional.one_hot(following, 30).float() + self.bias
+
+
+def test_only_the_eos_wrong_is_exact_by_default_and_not_with_count_eos():
+    model = WrongEOS()
+    letters = evaluate(model, [3, 9], 16)
+    with_eos = evaluate(model, [3, 9], 16, count_eos=True)
+    assert letters.accuracy.tolist() == [1.0, 1.0] and with_eos.accuracy.tolist() == [0.0, 0.0]
+    assert not letters.count_eos and with_eos.count_eos
+    for e in (letters, with_eos):  # the per-position verdicts do not depend on the metric
+        assert e.char_accuracy.tolist() == [1.0, 1.0]
+        assert [p[-1] for p in e.position_accuracy] == [0.0, 0.0]
+        assert all(p[:-1].all() for p in e.position_accuracy)
+    # the stopping rule uses the same metric: met at the first check by default, never with the EOS
+    config = CopyConfig(model=CopyModelConfig(**TINY), train_lengths=(2, 4), rows=2, row_tokens=16,
+                        max_steps=4, check_every=2, stop_strings=16)
+    assert train(config, model=WrongEOS())[1].steps == 2
+    _, log = train(replace(config, count_eos=True), model=WrongEOS())
+    assert log.steps == 4 and not log.converged and log.checks == [(2, 0.0), (4, 0.0)]
+
+
+def test_the_paper_preset_is_the_published_run():
+    """The published settings (Pythia-160m fine-tuned as in the paper's copying run): AdamW at 1e-5
+    with weight decay 0.1 and a linear schedule, 2 x 2048 packed tokens of lengths 5..50, at most
+    10k steps, every 500 steps a check whether 12 strings of length 50 are exact, without the EOS."""
+    c = CopyConfig.paper()
+    assert c.model.pretrained == "EleutherAI/pythia-160m" and c.model.arch == "rope"
+    assert c.train_lengths == (5, 50) and (c.rows, c.row_tokens) == (2, 2048)
+    assert (c.lr, c.weight_decay, c.max_steps) == (1e-5, 0.1, 10_000)
+    assert (c.check_every, c.stop_strings, c.count_eos) == (500, 12, False)
+    assert [learning_rate(s, c) for s in (0, 2500, 5000, 10_000)] == pytest.approx([1e-5, 7.5e-6, 5e-6, 0])
+    assert (c.eval_lengths[0], c.eval_lengths[-1]) == (10, 1000)
+    assert set(PAPER_DIFFERENCES) <= {f.name for f in fields(CopyConfig)}
+    assert CopyConfig.quick().count_eos is False  # the CPU preset scores like the publication
+
+
+def test_a_killed_run_resumes_to_the_same_result(tmp_path, monkeypatch):
+    config = CopyConfig(model=CopyModelConfig(**TINY), train_lengths=(2, 4), rows=4, row_tokens=32,
+                        warmup_steps=2, max_steps=12, check_every=4, stop_strings=64, eval_lengths=(2, 4),
+                        eval_strings=16)
+    whole = run_copy(config, out=tmp_path / "whole")
+    assert whole.log.steps == 12 and not whole.log.converged  # 12 steps, so the kill below is mid-run
+
+    class Killed(Exception):
+        pass
+
+    real, calls = copying.packed_batch, []
+
+    def batches(*args, kill_at=None):
+        calls.append(1)
+        if len(calls) == kill_at:
+            raise Killed
+        return real(*args)
+
+    monkeypatch.setattr(copying, "packed_batch", lambda *a: batches(*a, kill_at=10))  # at step 10 of 12
+    with pytest.raises(Killed):
+        run_copy(config, out=tmp_path / "killed")
+    folder = next((tmp_path / "killed").iterdir())
+    assert (folder / "checkpoint.pt").exists() and not (folder / "model.pt").exists()
+    calls.clear()
+    monkeypatch.setattr(copying, "packed_batch", batches)
+    resumed = run_copy(config, out=tmp_path / "killed")
+    assert len(calls) == 12 - 8  # resumed from the checkpoint of step 8
+    assert resumed.log.losses == whole.log.losses and resumed.log.checks == whole.log.checks
+    assert resumed.log.steps == whole.log.steps and resumed.log.converged == whole.log.converged
+    for a, b in zip(whole.model.state_dict().values(), resumed.model.state_dict().values()):
+        assert torch.equal(a, b)
+    assert np.array_equal(resumed.eval.correct, whole.eval.correct)
+    assert not (folder / "checkpoint.pt").exists() and (folder / "model.pt").exists()
 
 
 def test_training_learns_and_logs(trained):
@@ -208,15 +298,13 @@ def test_copy_n50_brackets_a_cliff():
 
 
 def test_the_model_key_covers_every_training_setting():
-    from dataclasses import fields, replace
-
     from accessibility.results import config_hash
 
     base = CopyConfig()
     key = config_hash(base.training_part())
-    changed = {"train_lengths": (4, 20), "rows": 8, "row_tokens": 100, "lr": 1e-3, "weight_decay": 0.1,
-               "betas": (0.8, 0.9), "warmup_steps": 5, "min_lr_ratio": 0.5, "max_steps": 10, "clip_norm": 2.0,
-               "check_every": 5, "stop_strings": 3, "seed": 1, "model": CopyModelConfig(arch="nope")}
+    changed = {"train_lengths": (4, 20), "rows": 8, "row_tokens": 100, "lr": 1e-3, "weight_decay": 0.01,
+               "betas": (0.8, 0.9), "warmup_steps": 5, "max_steps": 10, "clip_norm": 2.0, "check_every": 5,
+               "stop_strings": 3, "count_eos": True, "seed": 1, "model": CopyModelConfig(arch="nope")}
     assert set(changed) == {f.name for f in fields(CopyConfig)} - {"eval_lengths", "eval_strings", "alpha"}
     for name, value in changed.items():
         assert config_hash(replace(base, **{name: value}).training_part()) != key, name

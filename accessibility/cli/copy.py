@@ -21,7 +21,7 @@ from accessibility.cli._common import add_run_arguments, aligned, number, save, 
 ARCHITECTURES = ("rope", "nope", "alibi", "lstm")
 #: Flags named after (and overriding) fields of CopyConfig, then of its CopyModelConfig.
 CONFIG_FLAGS = ("train_lengths", "eval_lengths", "eval_strings", "max_steps", "lr", "rows", "row_tokens",
-                "stop_strings", "seed")
+                "stop_strings", "count_eos", "seed")
 MODEL_FLAGS = ("d_model", "n_layers", "n_heads", "mlp_ratio")
 
 
@@ -42,6 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--row-tokens", type=int, help="packed tokens per training row")
     parser.add_argument("--stop-strings", type=int,
                         help="held-out strings of the maximum length that must all be copied to stop")
+    parser.add_argument("--count-eos", action="store_true", default=None,
+                        help="exact match also requires the EOS (default: the letters only, as published)")
     parser.add_argument("--d-model", type=int, help="model width")
     parser.add_argument("--n-layers", type=int, help="transformer blocks or LSTM layers")
     parser.add_argument("--n-heads", type=int, help="attention heads")
@@ -85,6 +87,9 @@ def run_config(args):
 def run(args) -> dict:
     import time
 
+    from pathlib import Path
+
+    from accessibility import cache_dir
     from accessibility.copying import run_copy, saved_summary
     from accessibility.results import config_hash
 
@@ -94,7 +99,8 @@ def run(args) -> dict:
     seconds = time.perf_counter() - start + (result.log.train_seconds if result.cached else 0.0)
     out = {"preset": args.preset, **result.summary(), "config_hash": config_hash(config.training_part()),
            "compute_seconds": seconds}
-    out["model_folder"] = out.pop("folder")                    # the cached model; "folder" is the saved run
+    # the cached model, relative to the package cache (no machine's path in a saved run); "folder" is the run
+    out["model_cache"] = str(Path(out.pop("folder")).resolve().relative_to(cache_dir().resolve()))
     folder = save(args, "copy", config, saved_summary(result) | out)["folder"]
     return {**out, "folder": folder}
 
