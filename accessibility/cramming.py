@@ -605,22 +605,18 @@ def shard_from_env(environ=None) -> tuple[int, int]:
 
 def sweep(lm, kind: str, ms: Sequence[int], count: int, config: CramConfig, *, protocol: str = "search",
           grid: Sequence[int] | None = None, scan: dict | None = None, seed: int = 0, log=None, known=(),
-          batch_size: int = 16, progress: bool = False, extra: dict | None = None,
-          shard: tuple[int, int] = (0, 1)) -> list[dict]:
+          batch_size: int = 16, progress: bool = False, shard: tuple[int, int] = (0, 1)) -> list[dict]:
     """Run targets 0..count-1 of ``kind`` at each m under ``protocol``; returns the records.
 
     ``search``: one record per (m, target) with its certified capacity (:func:`cram`).
     ``published``: one record per (m, n, target) with ``solved`` (a fixed-length run at n), n on
     ``grid`` or on the authors' :func:`adaptive_scan` (``scan`` overrides its constants).
-    Each result is appended to ``log`` (a :class:`~accessibility.results.RecordLog`) as it comes,
-    with ``extra`` fields; results already in ``log`` or in ``known`` (records of other logs of the
-    same run, e.g. other ranks) are not recomputed, so a killed sweep resumes without losing or
-    repeating work. ``shard=(rank, world)`` keeps the targets with ``index % world == rank`` (no
+    Each result is appended to ``log`` (a :class:`~accessibility.results.RecordLog`) as it comes;
+    results already in ``log`` or in ``known`` (records of other logs of the same run, e.g. other
+    ranks) are not recomputed, so a killed sweep resumes without losing or repeating work. ``shard=(rank, world)`` keeps the targets with ``index % world == rank`` (no
     communication between ranks: each writes its own log; a later sweep over all logs merges them).
     """
-    from accessibility.targets import make_targets
-
-    from accessibility.targets import target_kind
+    from accessibility.targets import make_targets, target_kind
 
     one_of("protocol", protocol, PROTOCOLS)
     kind = target_kind(kind)
@@ -636,7 +632,7 @@ def sweep(lm, kind: str, ms: Sequence[int], count: int, config: CramConfig, *, p
     def keep(m: int, n: int | None):
         def write(r: CramResult):
             rec = {"key": record_key(kind, m, r.index, n), "kind": kind, "model": lm.info.name,
-                   **(extra or {}), **r.record(with_mem=n is None)}
+                   **r.record(with_mem=n is None)}
             if n is not None:
                 rec.update(n=n, solved=r.capacity >= n)
             found[rec["key"]] = rec
