@@ -613,8 +613,9 @@ def sweep(lm, kind: str, ms: Sequence[int], count: int, config: CramConfig, *, p
     ``grid`` or on the authors' :func:`adaptive_scan` (``scan`` overrides its constants).
     Each result is appended to ``log`` (a :class:`~accessibility.results.RecordLog`) as it comes;
     results already in ``log`` or in ``known`` (records of other logs of the same run, e.g. other
-    ranks) are not recomputed, so a killed sweep resumes without losing or repeating work. ``shard=(rank, world)`` keeps the targets with ``index % world == rank`` (no
-    communication between ranks: each writes its own log; a later sweep over all logs merges them).
+    ranks) are not recomputed, so a killed sweep resumes without losing or repeating work.
+    ``shard=(rank, world)`` keeps the targets with ``index % world == rank`` (no communication
+    between ranks: each writes its own log; a later sweep over all logs merges them).
     """
     from accessibility.targets import make_targets, target_kind
 
