@@ -44,6 +44,7 @@ import torch.nn.functional as F
 from tqdm import tqdm  # not tqdm.auto: in a notebook without ipywidgets it warns on import
 
 from accessibility.checks import InputError, at_least, in_range, one_of, positive
+from accessibility.models import cpu_has_native_bf16
 from accessibility.results import torch_generator
 from accessibility.targets import INIT_STREAM
 
@@ -215,14 +216,6 @@ def adamw_step(p, grad, exp_avg, exp_avg_sq, step, *, lr, betas, weight_decay, e
 
 
 # --- precision and layout ---------------------------------------------------------------------
-
-
-def cpu_has_native_bf16() -> bool:
-    """Whether this CPU multiplies bf16 natively (AVX512-BF16 or AMX); elsewhere torch emulates it,
-    hundreds of times slower than fp32."""
-    cpu = getattr(torch, "cpu", None)
-    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
-    return any(bool(getattr(cpu, name, lambda: False)()) for name in checks)
 
 
 def resolve_autocast(dtype: str, device) -> str:

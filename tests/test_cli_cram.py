@@ -111,11 +111,12 @@ def test_bad_input_is_one_line_and_exit_2(bad, tmp_path, capsys):
     assert err.count("\n") == 1 and "error" in err
 
 
-def test_bfloat16_autocast_without_native_support_is_one_line(tmp_path, capsys):
-    from accessibility.cramming import cpu_has_native_bf16
+@pytest.mark.parametrize("flag", ["--autocast-dtype", "--dtype"])
+def test_bfloat16_without_native_support_is_one_line(flag, tmp_path, capsys):
+    from accessibility.models import cpu_has_native_bf16
 
     if cpu_has_native_bf16():
         pytest.skip("this CPU multiplies bf16 natively")
-    assert main([*ARGS, "--save", str(tmp_path), "--autocast-dtype", "bfloat16"]) == 2
+    assert main([*ARGS, "--save", str(tmp_path), flag, "bfloat16"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "bfloat16" in err

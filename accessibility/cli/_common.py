@@ -133,9 +133,15 @@ def load_model(args):
 
     from accessibility.models import load_model as load
 
+    from accessibility.checks import InputError
+    from accessibility.models import cpu_has_native_bf16
+
     device = args.device
     if device == "cuda" and "LOCAL_RANK" in os.environ:
         device = f"cuda:{int(os.environ['LOCAL_RANK'])}"
+    if args.dtype == "bfloat16" and torch.device(device).type == "cpu" and not cpu_has_native_bf16():
+        raise InputError("--dtype bfloat16 needs a CPU with native bf16 (AVX512-BF16 or AMX); this one "
+                         "emulates it, hundreds of times slower: use float32, or a GPU (--device cuda)")
     return load(args.model, dtype=getattr(torch, args.dtype), device=device,
                 allow_download=args.allow_download)
 
