@@ -51,10 +51,11 @@ def main(argv=None) -> dict:
     torch.set_num_threads(args.threads)
     native = cpu_has_native_bf16()
     # an emulated bf16 product is so slow that one repeat of a smaller one says enough
-    bf16 = matmul_rate(args.size, torch.bfloat16, args.repeats) if native else matmul_rate(512, torch.bfloat16, 1)
+    bf16 = (matmul_rate(args.size, torch.bfloat16, args.repeats) if native
+            else matmul_rate(512, torch.bfloat16, 1))
+    fp32 = matmul_rate(args.size, torch.float32, args.repeats)
     out = {"model": args.model, "rows": args.rows, "tokens": args.tokens, "threads": args.threads,
-           "native_bf16": native,
-           "matmul_gflops": {"float32": matmul_rate(args.size, torch.float32, args.repeats), "bfloat16": bf16}}
+           "native_bf16": native, "matmul_gflops": {"float32": fp32, "bfloat16": bf16}}
     lm = load_model(args.model)
     gen = torch.Generator().manual_seed(0)
     targets = torch.randint(0, lm.info.vocab_size, (args.rows, args.tokens), generator=gen)
