@@ -44,7 +44,7 @@ def main(argv=None) -> dict:
     torch.set_num_threads(args.threads)
     lm = load_model(args.model, dtype=getattr(torch, args.dtype))
     config = CramConfig.preset(args.preset)
-    targets = make_targets(lm, "random", args.targets, config.n_max, seed=args.seed)
+    targets = make_targets(lm, "random-tokens", args.targets, config.n_max, seed=args.seed)
     run = lambda b: cram(lm, targets, args.m, config, seed=args.seed, batch_size=b)
     single, t_single = timed(lambda: run(1))
     batched, t_batched = timed(lambda: run(args.batch_size))
