@@ -19,6 +19,8 @@ import seaborn as sns
 
 #: Widest figure (inches): the book's content column at the figures' resolution.
 MAX_WIDTH = 6.4
+#: Text cells of a table longer than this many characters may wrap (numbers and short labels never do).
+PROSE_CELL = 24
 #: Smallest legend text (points) that stays readable at that width.
 MIN_LEGEND_POINTS = 8.0
 #: Set to 1 by the book build (``book/_ext``): figures are then shown by the book's captioned
@@ -90,7 +92,7 @@ def format_table(table, decimals: int | dict = 2, *, default: int = 2):
     (or a MultiIndex) becomes ordinary leading columns, so there is no extra header row for index
     names; long column labels may wrap after "_", "/" and spaces, cells are tightly padded and tables
     of more than six (eight) columns are set at 90 % (80 %) of the text size, so that they fit the
-    column.
+    column. Numbers never wrap; text cells longer than :data:`PROSE_CELL` characters do.
 
     >>> import pandas as pd
     >>> df = pd.DataFrame({"n": [2774.0, 3.0], "ratio_pg19": [22.474747, None]},
@@ -126,8 +128,11 @@ def format_table(table, decimals: int | dict = 2, *, default: int = 2):
     columns = df.shape[1] + (0 if named else df.index.nlevels)
     size = "0.8em" if columns > 8 else "0.9em" if columns > 6 else "1em"  # the wider, the smaller
     tight = [("padding", "0.25em 0.2em" if columns > 8 else "0.25em 0.3em"), ("font-size", size)]
-    return styler.set_table_styles([{"selector": "th", "props": [("white-space", "normal"), *tight]},
-                                    {"selector": "td", "props": [("white-space", "nowrap"), *tight]}])
+    styler = styler.set_table_styles([{"selector": "th", "props": [("white-space", "normal"), *tight]},
+                                      {"selector": "td", "props": [("white-space", "nowrap"), *tight]}])
+    prose = [c for c in df.columns
+             if df[c].dtype == object and df[c].astype(str).str.len().max() > PROSE_CELL]
+    return styler.set_properties(subset=prose, **{"white-space": "normal"}) if prose else styler
 
 
 # --- theory (bounds and corollaries) ---
