@@ -21,9 +21,9 @@ def test_published_rows_cover_the_shipped_table_and_use_its_slopes():
 def test_measured_row_and_the_ratios():
     summary = law.summarize({1: [5, 6, 7], 2: [10, 11, 12], 4: [20, 21, 22]}, d_model=64, vocab_size=16,
                             n_boot=20)
-    row = compare.measured_row("toy", geometry={"d_model": 64, "vocab_size": 16, "slope_ball": 192.0,
-                                                "slope_box": 150.0, "slope_cone": 192.0, "slope_ellipsoid": None,
-                                                "slope_cone_published": 140.0},
+    geometry = {"d_model": 64, "vocab_size": 16, "slope_ball": 192.0, "slope_box": 150.0, "slope_cone": 192.0,
+                "slope_ellipsoid": None, "slope_cone_published": 140.0}
+    row = compare.measured_row("toy", geometry=geometry,
                                cells={"slope_cells": 100.0}, cram={"random tokens": summary})
     table = compare.slopes_table(compare.published_rows(), row)
     toy = table.loc["toy"]
