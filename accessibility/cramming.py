@@ -629,9 +629,7 @@ def sweep(lm, kind: str, ms: Sequence[int], count: int, config: CramConfig, *, p
                    **r.record(with_mem=n is None)}
             if n is not None:
                 rec.update(n=n, solved=r.capacity >= n)
-            found[rec["key"]] = rec
-            if log is not None:
-                log.append(rec)
+            found[rec["key"]] = rec if log is None else log.append(rec)   # as the log keeps it
         return write
 
     def run(m: int, n: int | None) -> list[dict]:

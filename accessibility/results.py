@@ -169,7 +169,9 @@ class RecordLog:
     def __contains__(self, key: str) -> bool:
         return key in self.keys()
 
-    def append(self, record: Mapping) -> None:
+    def append(self, record: Mapping) -> dict:
+        """Write ``record`` (less the omitted fields, plus ``seconds`` when timed); return it as a
+        later read returns it."""
         key = record["key"]
         if key in self.keys():
             raise KeyError(f"record {key!r} is already in {self.path}")
@@ -186,6 +188,7 @@ class RecordLog:
             os.fsync(f.fileno())
         self._records.append(json.loads(line))            # what a later read returns
         self._keys.add(key)
+        return self._records[-1]
 
     def _drop_torn_tail(self) -> None:
         """Cut a torn last line; reads only the last byte unless the line is torn."""

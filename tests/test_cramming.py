@@ -330,10 +330,11 @@ class _DyingLog(RecordLog):
         self.after = after
 
     def append(self, record):
-        super().append(record)
+        stored = super().append(record)
         self.after -= 1
         if self.after == 0:
             raise _Interrupt
+        return stored
 
 
 def _caps(records):

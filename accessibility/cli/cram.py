@@ -148,14 +148,13 @@ def run(args) -> dict:
     lm = load_model(args)
     ms = sorted(set(args.m))
     log = RecordLog(records_file(folder, *shard), omit=() if args.keep_mem else BULKY, timed=True)
-    others = [r for r in read_records(folder) if r["key"] not in log]
-    sweep(lm, kind, ms, args.targets, config["cram"], protocol=args.protocol, grid=grid, seed=args.seed,
-          log=log, known=others, batch_size=args.batch_size, progress=args.progress, shard=shard)
-    mine = [r for r in read_records(folder)
-            if r["kind"] == kind and r["m"] in ms and r["index"] < args.targets]
-    summary = summarize_protocol(args.protocol, mine, lm.info, ms, args.targets, seed=args.seed, grid=grid,
+    # every rank's records so far: this rank's log and the others' (a run split across processes)
+    records = sweep(lm, kind, ms, args.targets, config["cram"], protocol=args.protocol, grid=grid,
+                    seed=args.seed, log=log, known=read_records(folder), batch_size=args.batch_size,
+                    progress=args.progress, shard=shard)
+    summary = summarize_protocol(args.protocol, records, lm.info, ms, args.targets, seed=args.seed, grid=grid,
                                  batch_size=args.batch_size, **precision)
-    seconds = [r.get("seconds") for r in mine]
+    seconds = [r.get("seconds") for r in records]
     summary.update(model=lm.info.name, kind=kind, protocol=args.protocol,
                    compute_seconds=None if None in seconds else sum(seconds), config_hash=config_hash(config),
                    shard={"rank": shard[0], "world": shard[1]})
