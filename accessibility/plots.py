@@ -100,6 +100,9 @@ def format_table(table, decimals: int | dict = 2, *, default: int = 2):
     >>> html = format_table(df).to_html()
     >>> "2774.0" in html, "2774" in html, "22.47" in html, "nan" in html.lower(), "—" in html
     (False, True, True, False, True)
+    >>> prose = pd.DataFrame({"why": ["a reason of many more words"]})
+    >>> "white-space: normal" in format_table(prose).to_html()
+    True
     """
     import numpy as np
     import pandas as pd
@@ -130,8 +133,8 @@ def format_table(table, decimals: int | dict = 2, *, default: int = 2):
     tight = [("padding", "0.25em 0.2em" if columns > 8 else "0.25em 0.3em"), ("font-size", size)]
     styler = styler.set_table_styles([{"selector": "th", "props": [("white-space", "normal"), *tight]},
                                       {"selector": "td", "props": [("white-space", "nowrap"), *tight]}])
-    prose = [c for c in df.columns
-             if df[c].dtype == object and df[c].astype(str).str.len().max() > PROSE_CELL]
+    prose = [c for c in df.columns if not pd.api.types.is_numeric_dtype(df[c])
+             and df[c].astype(str).str.len().max() > PROSE_CELL]
     return styler.set_properties(subset=prose, **{"white-space": "normal"}) if prose else styler
 
 
