@@ -76,3 +76,34 @@ def slopes_table(*parts: pd.DataFrame) -> pd.DataFrame:
         table[f"best / {kind}"] = table["best proven"] / table[kind]
     table["smallest ratio"] = table[[f"best / {kind}" for kind in MEASURED]].min(axis=1)
     return table
+
+
+#: Published n_50 column of :func:`accessibility.published.load_table` for each kind of target.
+PUBLISHED_N50 = {"text": "n50_pg19", "random words": "n50_random"}
+
+
+def against_published(model: str, summaries: Mapping[str, object]) -> pd.DataFrame:
+    """Our n_50 per (kind of target, m) beside the published n_50 of ``model``'s row.
+
+    ``summaries`` maps a kind of :data:`PUBLISHED_N50` to a :class:`~accessibility.law.CramSummary`.
+    Columns: our median n_50 and its interval, our logistic midpoint (the published estimator), the
+    published n_50 at that m (NaN where not published), ``published / ours`` (over the logistic
+    midpoints), and how many targets stopped on the step budget (their capacities are lower bounds).
+    """
+    from accessibility.checks import one_of
+    from accessibility.published import load_table
+
+    row = load_table().loc[model]
+    rows = []
+    for kind, summary in summaries.items():
+        one_of("kind", kind, tuple(PUBLISHED_N50))
+        published = row[PUBLISHED_N50[kind]]
+        for p in summary.points:
+            rows.append({"targets": kind, "m": p.m, "ours n50": p.n50, "low": p.low, "high": p.high,
+                         "ours (logistic)": p.n50_logistic,
+                         "published n50": published[p.m - 1] if p.m <= len(published) else np.nan,
+                         "at budget": p.stops.get("budget", 0), "of": p.n_targets})
+    table = pd.DataFrame(rows)
+    if len(table):
+        table["published / ours"] = table["published n50"] / table["ours (logistic)"].astype(float)
+    return table

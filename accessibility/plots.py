@@ -90,7 +90,7 @@ def format_table(table, decimals: int | dict = 2, *, default: int = 2):
     (other float columns get ``default``). Columns whose values are all whole numbers show none
     (2774, not 2774.0); booleans read yes / no; missing values read "—" (never NaN). A named index
     (or a MultiIndex) becomes ordinary leading columns, so there is no extra header row for index
-    names; long column labels may wrap after "_", "/" and spaces, cells are tightly padded and tables
+    names, and a default 0, 1, 2, ... index is not shown; long column labels may wrap after "_", "/" and spaces, cells are tightly padded and tables
     of more than six (eight) columns are set at 90 % (80 %) of the text size, so that they fit the
     column. Numbers never wrap; text cells longer than :data:`PROSE_CELL` characters do.
 
@@ -101,8 +101,9 @@ def format_table(table, decimals: int | dict = 2, *, default: int = 2):
     >>> "2774.0" in html, "2774" in html, "22.47" in html, "nan" in html.lower(), "—" in html
     (False, True, True, False, True)
     >>> prose = pd.DataFrame({"why": ["a reason of many more words"]})
-    >>> "white-space: normal" in format_table(prose).to_html()
-    True
+    >>> html = format_table(prose).to_html()
+    >>> "white-space: normal" in html, ">0</th>" in html
+    (True, False)
     """
     import numpy as np
     import pandas as pd
@@ -111,6 +112,7 @@ def format_table(table, decimals: int | dict = 2, *, default: int = 2):
     named = any(n is not None for n in df.index.names)
     if named:
         df = df.reset_index()
+    hidden = named or (isinstance(df.index, pd.RangeIndex) and df.index.start == 0 and df.index.step == 1)
     formats = {}
     for column in df.columns:
         values = df[column]
@@ -126,9 +128,9 @@ def format_table(table, decimals: int | dict = 2, *, default: int = 2):
     wrap = {ord("_"): "_\u200b", ord("/"): "/\u200b"}
     styler = df.style.format(formats, na_rep="—")
     styler = styler.format_index(lambda label: str(label).translate(wrap), axis=1)
-    if named:
+    if hidden:
         styler = styler.hide(axis="index")
-    columns = df.shape[1] + (0 if named else df.index.nlevels)
+    columns = df.shape[1] + (0 if hidden else df.index.nlevels)
     size = "0.8em" if columns > 8 else "0.9em" if columns > 6 else "1em"  # the wider, the smaller
     tight = [("padding", "0.25em 0.2em" if columns > 8 else "0.25em 0.3em"), ("font-size", size)]
     styler = styler.set_table_styles([{"selector": "th", "props": [("white-space", "normal"), *tight]},
@@ -571,9 +573,11 @@ def plot_slopes_overview(table):
         proven = BOUNDS.get(column) == "proven"
         measured = column in MEASURED
         status = "measured" if measured else BOUNDS[column]
-        ax.scatter(values, y, marker=markers[column], s=36, label=f"{column} ({status})",
-                   facecolors=color if (proven or measured) else "none", edgecolors=color,
-                   linewidths=1.2, zorder=3)
+        marker = markers[column]
+        colors = ({"color": color} if marker in ("x", "+")       # line markers have no face
+                  else {"facecolors": color if (proven or measured) else "none", "edgecolors": color})
+        ax.scatter(values, y, marker=marker, s=36, label=f"{column} ({status})", linewidths=1.2, zorder=3,
+                   **colors)
     labels = [f"{name} ({source})" for name, source in zip(table.index, table["source"])]
     ax.set(xscale="log", yticks=y, yticklabels=labels,
            xlabel="slope (tokens per [mem] vector; bounds at fp16 relative precision)")

@@ -130,7 +130,9 @@ class RecordLog:
 
     >>> import tempfile, pathlib
     >>> log = RecordLog(pathlib.Path(tempfile.mkdtemp()) / "runs.jsonl", omit=("big",))
-    >>> log.append({"key": "a", "n": 3, "big": [0.0] * 9}); log.append({"key": "b", "n": 5})
+    >>> log.append({"key": "a", "n": 3, "big": [0.0] * 9})
+    {'key': 'a', 'n': 3}
+    >>> _ = log.append({"key": "b", "n": 5})
     >>> sorted(log.keys()), [r["n"] for r in log], "big" in RecordLog(log.path).records()[0]
     (['a', 'b'], [3, 5], False)
     >>> log.append({"key": "a", "n": 4})
