@@ -90,9 +90,10 @@ def format_table(table, decimals: int | dict = 2, *, default: int = 2):
     (other float columns get ``default``). Columns whose values are all whole numbers show none
     (2774, not 2774.0); booleans read yes / no; missing values read "—" (never NaN). A named index
     (or a MultiIndex) becomes ordinary leading columns, so there is no extra header row for index
-    names, and a default 0, 1, 2, ... index is not shown; long column labels may wrap after "_", "/" and spaces, cells are tightly padded and tables
-    of more than six (eight) columns are set at 90 % (80 %) of the text size, so that they fit the
-    column. Numbers never wrap; text cells longer than :data:`PROSE_CELL` characters do.
+    names, and a default 0, 1, 2, ... index is not shown; long column labels may wrap after "_", "/"
+    and spaces, cells are tightly padded and tables of more than six (eight) columns are set at 90 %
+    (80 %) of the text size, so that they fit the column. Numbers never wrap; text cells longer than
+    :data:`PROSE_CELL` characters do.
 
     >>> import pandas as pd
     >>> df = pd.DataFrame({"n": [2774.0, 3.0], "ratio_pg19": [22.474747, None]},
