@@ -54,7 +54,13 @@ def check_figure(fig) -> None:
 
 def glue(name: str, value, display: bool = True) -> None:
     """:func:`myst_nb.glue` for the book's ``{glue}`` roles; without myst-nb (a notebook opened on
-    Colab) the value is only displayed, when ``display`` asks for it."""
+    Colab) the value is only displayed, when ``display`` asks for it. A NumPy scalar is glued as the
+    Python number it holds (a ``{glue:text}`` with a format spec cannot parse ``np.float64(...)``).
+    """
+    import numpy as np
+
+    if isinstance(value, np.generic):
+        value = value.item()
     try:
         from myst_nb import glue as myst_glue
     except ImportError:

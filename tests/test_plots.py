@@ -85,6 +85,17 @@ def test_glue_without_myst_nb_displays_only_when_asked(monkeypatch):
     assert shown == [2.5]
 
 
+def test_glue_passes_numpy_scalars_as_python_numbers(monkeypatch):
+    import myst_nb
+
+    glued = []
+    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display=True: glued.append(value))
+    plots.glue("x", np.float64(7.703125), display=False)
+    plots.glue("n", np.int64(3), display=False)
+    plots.glue("s", "text", display=False)
+    assert glued == [7.703125, 3, "text"] and [type(v) for v in glued] == [float, int, str]
+
+
 def test_linear_law_legend_writes_a_negative_intercept_with_a_minus():
     from accessibility import law
 
