@@ -140,10 +140,14 @@ def format_table(table, decimals: int | dict = 2, *, default: int = 2):
     columns = df.shape[1] + (0 if hidden else df.index.nlevels)
     size = "0.8em" if columns > 8 else "0.9em" if columns > 6 else "1em"  # the wider, the smaller
     tight = [("padding", "0.25em 0.2em" if columns > 8 else "0.25em 0.3em"), ("font-size", size)]
+    # white-space per column, not in a `td` rule: `#T_x td` outranks the per-cell rules of set_properties
     styler = styler.set_table_styles([{"selector": "th", "props": [("white-space", "normal"), *tight]},
-                                      {"selector": "td", "props": [("white-space", "nowrap"), *tight]}])
+                                      {"selector": "td", "props": tight}])
     prose = [c for c in df.columns if not pd.api.types.is_numeric_dtype(df[c])
              and df[c].astype(str).str.len().max() > PROSE_CELL]
+    rest = [c for c in df.columns if c not in prose]
+    if rest:
+        styler = styler.set_properties(subset=rest, **{"white-space": "nowrap"})
     return styler.set_properties(subset=prose, **{"white-space": "normal"}) if prose else styler
 
 

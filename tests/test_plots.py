@@ -27,6 +27,19 @@ def test_format_table_reads_as_a_table():
     assert "ratio_\u200bpg19" in html  # long labels may wrap after "_"
 
 
+def test_format_table_lets_prose_wrap_and_keeps_numbers_on_one_line():
+    import re
+
+    df = pd.DataFrame({"why": ["a reason of many more words than fit", "short"], "n": [1.5, 2.0]})
+    html = plots.format_table(df).to_html()
+    # no table-wide td rule decides white-space: it would outrank the per-cell rules below it
+    assert not re.search(r"td\s*\{[^}]*white-space", html)
+    rules = re.findall(r"([^{}]+)\{([^}]*)\}", html.split("</style>")[0])
+    wrap = {cell: props for selectors, props in rules
+            for cell in ("row0_col0", "row0_col1") if cell in selectors}
+    assert "white-space: normal" in wrap["row0_col0"] and "white-space: nowrap" in wrap["row0_col1"]
+
+
 def test_format_table_keeps_an_unnamed_index_and_takes_series():
     html = plots.format_table(pd.Series({"d_model": 576, "BOS": None}, dtype=object, name="toy")).to_html()
     assert "d_model" in html and "—" in html and "None" not in html and "dtype" not in html
