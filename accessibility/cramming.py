@@ -3,23 +3,38 @@
 A frozen causal LM reads ``[prefix] [mem]_1..[mem]_m t_1 .. t_{L-1}``; only the m vectors [mem]
 (shape (m, d_model)) are trained, so that the teacher-forced argmax reproduces the target. Greedy
 decoding from ``[prefix] [mem] t_1`` then emits t_2..t_L exactly when every teacher-forced argmax is
-right, so the longest correct prefix ``c`` of one forward pass is the length the prompt reproduces
-(the *prefix property*). Accessibility at length n is the fraction of targets with ``c >= n``.
+right, so one forward pass tells whether a length-L run has succeeded.
 
-The engine (:func:`cram`) runs many targets in one forward pass, each with its own [mem] rows, its
-own AdamW state (:func:`adamw_step`, element-wise and per row) and its own step count; rows are
-grouped by padded length (:data:`PAD_MULTIPLE`), so a batch reproduces one-at-a-time runs bit for bit.
-A row is snapshotted each time its prefix grows and leaves the batch when done; a new target takes
-its slot (continuous batching). The per-target capacity search grows the target length
-geometrically, warm-started from the current [mem] and optimiser state, until a stage fails for
-``patience`` steps or the step budget is spent. Each result is certified by a real greedy
-``generate`` from the found prompt, without autocast (fp32 weights by default); the certified
-length is the one reported. :mod:`accessibility.law` turns per-target capacities into
-accessibility curves, n_50(m) and the linear law.
+**What a capacity means.** The published protocol runs one fixed-length optimisation per target
+and length n (its own initialisation, step budget and patience) and counts the fraction that
+succeed. A target's *capacity* here is the longest length at which such a fixed-length run succeeds,
+found per target by a search of **probes**, each probe a fixed-length run with its own budget
+(``max_steps``) and ``patience``: a growth phase (n_start, n_start·growth, ... up to n_max) until a
+probe fails, then a bisection between the longest solved and the shortest failed length, down to
+one token. Success is assumed monotone in the length (up to optimisation noise), which is what makes
+bisection valid; a probe may start from the [mem] that solved the longest shorter length
+(``warm_start``) or from the target's own initial [mem]. Capacities are therefore not tied to any
+grid. The reported capacity is certified by a real greedy ``generate`` from the snapshot that solved
+it, without autocast (fp32 weights by default).
+
+**Batching.** Many targets run in one forward pass, each with its own [mem] rows, AdamW state
+(:func:`adamw_step`, element-wise and per row), probe length and step count; rows are right-padded to
+the longest row (causal attention makes padding invisible to earlier positions) and only the
+positions that predict a target token reach the unembedding. A batch therefore computes, row by row,
+the same losses and gradients as one-at-a-time runs up to floating-point rounding (the padded length
+changes the order of some reductions); a test checks the per-row gradients and the outcomes. A
+target leaves the batch when its search ends and a waiting target takes its slot.
+
+:func:`published_points` runs the published per-point protocol (one fixed-length run per target and
+n, optionally on the authors' adaptive grid), and :func:`sweep` runs either protocol over several m
+with a resumable record log, split across processes by rank. :mod:`accessibility.law` turns
+capacities and points into accessibility curves, n_50(m) and the linear law.
 """
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -29,22 +44,32 @@ import torch.nn.functional as F
 from tqdm import tqdm  # not tqdm.auto: in a notebook without ipywidgets it warns on import
 
 from accessibility.checks import InputError, at_least, in_range, one_of, positive
+from accessibility.models import cpu_has_native_bf16
 from accessibility.results import torch_generator
 from accessibility.targets import INIT_STREAM
 
-#: Autocast dtypes for the optimisation (certification runs without autocast). No fp16: it needs a
-#: gradient scaler, which the published pipeline omitted.
-DTYPES = ("float32", "bfloat16")
-#: Why a target's search ended: it reached n_max, a stage made no progress for ``patience`` steps,
-#: or ``max_steps`` were spent.
+#: Autocast dtypes for the optimisation (certification always runs without autocast). ``auto``:
+#: bfloat16 on a CUDA device that supports it, float32 elsewhere (see :func:`resolve_autocast`).
+#: No fp16: it needs a gradient scaler, which the published pipeline omitted.
+AUTOCAST_DTYPES = ("auto", "float32", "bfloat16")
+#: How a target's search ended: ``full`` it solved n_max (the capacity is censored at n_max);
+#: otherwise how the probe just above the capacity failed: ``patience`` (no better accuracy for
+#: ``patience`` steps) or ``budget`` (``max_steps`` spent while still improving: the capacity is then
+#: a lower bound of what a longer run could reach).
 STOPS = ("full", "patience", "budget")
+#: Where the prefix token goes: ``before`` [mem] (default; position 0 is an attention sink in
+#: Llama-style models) or ``after`` it, between [mem] and t_1 (the published layout for BOS).
+PREFIX_POSITIONS = ("before", "after")
+#: The two protocols of :func:`sweep`.
+PROTOCOLS = ("search", "published")
+#: The padded length of a batch is rounded up to a multiple of this many tokens, so that the
+#: forward pass sees few distinct shapes (fewer kernel choices and allocations) at < 16 tokens a row.
+PAD_MULTIPLE = 16
 #: Forward passes between updates of the progress bar's pass counter.
 PROGRESS_EVERY = 10
-#: Rows are padded to a multiple of this many tokens and each bucket of equal padded length runs as
-#: one forward pass. A row's arithmetic then depends on its own length only, not on its batch
-#: companions (reductions over a padded sequence round differently for different padded lengths),
-#: so batched runs reproduce one-at-a-time runs bit for bit, and padding wastes < 16 tokens a row.
-PAD_MULTIPLE = 16
+#: The published adaptive scan over n: coarse steps while accessibility > 0.9, then fine steps
+#: until it falls below 0.1, n in [10, 1000] (tokens).
+PUBLISHED_SCAN = {"n_min": 10, "n_max": 1000, "coarse": 100, "fine": 10, "high": 0.9, "low": 0.1}
 
 
 @dataclass(frozen=True)
@@ -54,18 +79,25 @@ class CramConfig:
     Attributes
     ----------
     lr, betas, weight_decay, adam_eps : AdamW hyper-parameters (decoupled weight decay, no schedule).
-    max_steps : optimiser steps per target in total, all stages together.
-    patience : a stage fails after this many steps without more correct tokens in it.
-    n_start, growth, n_max : stage lengths n_start, ceil(n_start*growth), ... capped at n_max (tokens,
-        the given first token included). ``growth=1`` with ``n_start=n_max`` is the published
-        fixed-length run.
+    max_steps : optimiser steps per probe (one fixed-length run), as the published per-run budget.
+    patience : a probe fails after this many steps without a better teacher-forced accuracy.
+    n_start, growth, n_max : probe lengths of the growth phase, n_start, ceil(n_start*growth), ...
+        capped at n_max (tokens, the given first token included). A target that solves n_max is
+        censored there (stop ``full``).
+    bisect : after the first failed probe, bisect between the longest solved and the shortest failed
+        length (True), or stop (False: with ``n_start == n_max`` this is one fixed-length run).
+    warm_start : a probe starts from the [mem] that solved the longest shorter length (fresh AdamW
+        state), or, when False, from the target's initial [mem] like an independent run.
     first_token_given : t_1 is fed as input and only t_2..t_n are predicted (published protocol), or
         [mem] must also produce t_1.
-    prefix : ``"auto"`` (the model's ``info.prefix_token_id``), ``"none"`` ([mem] at position 0) or a
-        token id placed before [mem]. Llama-style models use position 0 as an attention sink.
+    prefix : ``"auto"`` (the tokenizer's BOS when it has one, as Llama-3 and Gemma-3; otherwise the
+        model's documented choice, ``info.prefix_token_id``, e.g. SmolLM2's ``<|endoftext|>``; else
+        none), ``"none"`` or a token id.
+    prefix_position : ``"before"`` [mem] (default) or ``"after"`` it (the published layout, where
+        the BOS lands between [mem] and t_1 and [mem] takes position 0).
     init_scale : [mem] starts as N(0, 1) times this times the std of the input embeddings of the real
         tokens (as the model's embedding module returns them; Gemma scales by sqrt(d)).
-    dtype : autocast dtype for the optimisation, "float32" (CPU) or "bfloat16" (GPU).
+    autocast_dtype : autocast dtype of the optimisation, one of :data:`AUTOCAST_DTYPES`.
     """
 
     lr: float = 1e-2
@@ -74,13 +106,16 @@ class CramConfig:
     adam_eps: float = 1e-8
     max_steps: int = 3000
     patience: int = 500
-    n_start: int = 8
+    n_start: int = 16
     growth: float = 1.5
-    n_max: int = 256
+    n_max: int = 1024
+    bisect: bool = True
+    warm_start: bool = True
     first_token_given: bool = True
     prefix: str | int = "auto"
+    prefix_position: str = "before"
     init_scale: float = 1.0
-    dtype: str = "float32"
+    autocast_dtype: str = "auto"
 
     def __post_init__(self):
         positive("lr", self.lr)
@@ -94,28 +129,36 @@ class CramConfig:
         at_least("n_max", self.n_max, self.n_start, integer=True)
         at_least("growth", self.growth, 1)
         positive("init_scale", self.init_scale)
-        one_of("dtype", self.dtype, DTYPES)
+        one_of("autocast_dtype", self.autocast_dtype, AUTOCAST_DTYPES)
+        one_of("prefix_position", self.prefix_position, PREFIX_POSITIONS)
         if not (self.prefix in ("auto", "none") or (isinstance(self.prefix, int) and self.prefix >= 0)):
             raise InputError(f"prefix must be 'auto', 'none' or a token id >= 0; got {self.prefix!r}")
 
     @classmethod
     def paper(cls, **changes) -> CramConfig:
-        """The published optimiser: AdamW lr 1e-2, betas (0.9, 0.9), wd 0.01, 3000 steps, patience 500.
+        """The published optimiser per run: AdamW lr 1e-2, betas (0.9, 0.9), wd 0.01, at most 3000
+        steps and patience 500 per fixed-length run; lengths up to n_max = 1024 (the published scan
+        reaches n = 1000).
 
-        Published quirks not copied: fp16 autocast without a gradient scaler (we use fp32 or bf16) and
-        one fixed n per run (we grow n; set ``growth=1, n_start=n_max=n`` for the fixed-n protocol).
+        Published quirks not copied: fp16 autocast without a gradient scaler (we use fp32, or bf16
+        where supported, and certify in fp32); BOS after [mem] (``prefix_position="after"`` gives it).
         """
         return replace(cls(), **changes)
 
     @classmethod
     def quick(cls, **changes) -> CramConfig:
-        """What converges in minutes on CPU: lr 0.1, at most 300 steps, patience 100."""
-        return replace(cls(lr=0.1, max_steps=300, patience=100, n_start=4, growth=1.25, n_max=128), **changes)
+        """What converges in minutes on a CPU: lr 0.1, at most 300 steps and patience 100 per probe."""
+        base = cls(lr=0.1, max_steps=300, patience=100, n_start=4, growth=1.5, n_max=128)
+        return replace(base, **changes)
 
     @classmethod
     def preset(cls, name: str, **changes) -> CramConfig:
         one_of("preset", name, ("paper", "quick"))
         return getattr(cls, name)(**changes)
+
+    def fixed(self, n: int) -> CramConfig:
+        """One fixed-length run at length n with these optimiser settings (the published unit)."""
+        return replace(self, n_start=int(n), n_max=int(n), growth=1.0, bisect=False)
 
 
 @dataclass
@@ -123,10 +166,11 @@ class CramResult:
     """One target crammed into m vectors.
 
     ``capacity`` is the certified length (tokens reproduced by greedy ``generate``, the given first
-    token included); ``capacity_teacher`` the teacher-forced prefix found during optimisation (equal
-    to it unless generate and the training forward disagree on a near tie). ``steps`` is the number
-    of optimiser steps at the snapshot; ``steps_run`` all steps spent; ``stop`` is "full" (reached
-    n_max), "patience" or "budget". ``mem`` has shape (m, d_model).
+    token included); ``capacity_teacher`` the longest length a probe solved (equal to it unless
+    generate and the training forward disagree on a near tie). ``stop`` is one of :data:`STOPS`.
+    ``probes`` lists each probe as ``[length, solved, steps, end]`` with ``end`` "solved", "patience"
+    or "budget"; ``steps`` is the number of optimiser steps of all probes. ``mem`` (m, d_model) is
+    the snapshot that solved ``capacity_teacher`` (the initial [mem] if none did).
     """
 
     index: int
@@ -135,16 +179,17 @@ class CramResult:
     capacity_teacher: int
     n_max: int
     steps: int
-    steps_run: int
     stop: str
-    mem: np.ndarray = field(repr=False)
+    probes: list = field(default_factory=list)
+    mem: np.ndarray = field(default=None, repr=False)
     certificate: dict = field(default_factory=dict, repr=False)
 
-    def record(self) -> dict:
-        """A JSON-friendly dict ([mem] as a float32 list)."""
+    def record(self, with_mem: bool = True) -> dict:
+        """A JSON-friendly dict ([mem] as a float32 list unless ``with_mem`` is False)."""
         out = {k: getattr(self, k) for k in ("index", "m", "capacity", "capacity_teacher", "n_max",
-                                             "steps", "steps_run", "stop", "certificate")}
-        out["mem"] = self.mem.astype(np.float32).tolist()
+                                             "steps", "stop", "probes", "certificate")}
+        if with_mem:
+            out["mem"] = self.mem.astype(np.float32).tolist()
         return out
 
 
@@ -170,10 +215,37 @@ def adamw_step(p, grad, exp_avg, exp_avg_sq, step, *, lr, betas, weight_decay, e
     p.sub_(exp_avg / denom * (lr / bc1))
 
 
+# --- precision and layout ---------------------------------------------------------------------
+
+
+def resolve_autocast(dtype: str, device) -> str:
+    """The autocast dtype actually used on ``device``: ``auto`` is bfloat16 on a CUDA device with
+    bf16 support and float32 elsewhere (on a CPU, bf16 agreement with fp32 has not been checked on
+    native hardware, so it is opt-in). ``bfloat16`` on a CPU without native support is an error.
+
+    >>> resolve_autocast("auto", torch.device("cpu"))
+    'float32'
+    """
+    one_of("autocast_dtype", dtype, AUTOCAST_DTYPES)
+    device = torch.device(device)
+    if device.type == "cuda":
+        supported = torch.cuda.is_bf16_supported()
+    else:
+        supported = device.type == "cpu" and cpu_has_native_bf16()
+    if dtype == "auto":
+        return "bfloat16" if supported and device.type == "cuda" else "float32"
+    if dtype == "bfloat16" and not supported:
+        raise InputError(f"autocast_dtype bfloat16 needs native bf16 on {device.type} (this one emulates "
+                         "it, hundreds of times slower); use float32 or auto")
+    return dtype
+
+
 def prefix_token(lm, config: CramConfig) -> int | None:
-    """The token placed before [mem], or None for [mem] at position 0."""
+    """The fixed token placed next to [mem], or None: under ``auto`` the tokenizer's BOS, else the
+    model's documented choice (``info.prefix_token_id``), else none."""
     if config.prefix == "auto":
-        return lm.info.prefix_token_id
+        bos = lm.info.bos_token_id
+        return bos if bos is not None else lm.info.prefix_token_id
     return None if config.prefix == "none" else int(config.prefix)
 
 
@@ -184,49 +256,62 @@ def embedding_std(lm) -> float:
         return float(lm.embed(ids).float().std())
 
 
-def build_inputs(lm, mem, tokens, prefix: int | None) -> torch.Tensor:
-    """``[prefix] mem tokens`` as input embeddings, shape (rows, [1] + m + tokens.shape[1], d)."""
+def build_inputs(lm, mem, tokens, prefix: int | None, position: str = "before") -> torch.Tensor:
+    """``[prefix] mem tokens`` (or ``mem [prefix] tokens``) as input embeddings,
+    shape (rows, [1] + m + tokens.shape[1], d)."""
     parts = [mem.to(lm.input_embeddings().dtype), lm.embed(tokens)]
     if prefix is not None:
-        pre = lm.embed(torch.tensor([[prefix]], device=tokens.device))
-        parts.insert(0, pre.expand(mem.shape[0], 1, -1))
+        pre = lm.embed(torch.tensor([[prefix]], device=tokens.device)).expand(mem.shape[0], 1, -1)
+        parts.insert(0 if position == "before" else 1, pre)
     return torch.cat(parts, dim=1)
 
 
+def _head(lm, hidden: torch.Tensor) -> torch.Tensor:
+    """Logits of final hidden states (..., d) -> (..., V), as the model's own forward computes them
+    (the unembedding, its bias, and the final logit soft-capping of models that have one)."""
+    logits = lm.model.get_output_embeddings()(hidden)
+    cap = getattr(lm.model.config, "final_logit_softcapping", None)
+    return torch.tanh(logits / cap) * cap if cap else logits
+
+
 def teacher_forced(lm, mem, targets, lengths, prefix, given: int, dtype: str = "float32",
-                   pad_to: int | None = None):
+                   pad_to: int | None = None, position: str = "before"):
     """Per-row loss, correct count and longest correct prefix of one teacher-forced pass.
 
     ``mem`` (rows, m, d); ``targets`` (rows, >= pad_to); ``lengths`` (rows,) tokens per row. Rows
     are right-padded to ``pad_to`` tokens (default: the longest row); causal attention makes the
-    padding invisible to earlier positions. Only the positions that predict target tokens get
-    logits. Returns ``loss`` (rows,), mean cross-entropy over each row's predicted tokens;
-    ``correct`` (rows,); ``prefix_len`` (rows,), the given first token included.
+    padding invisible to earlier positions. Only the positions that predict one of a row's own
+    target tokens go through the unembedding. Returns ``loss`` (rows,), mean cross-entropy over each
+    row's predicted tokens; ``correct`` (rows,); ``prefix_len`` (rows,), the given first token
+    included.
     """
     L = int(pad_to or lengths.max())
     tokens = targets[:, :L]                                   # (rows, L)
-    inputs = build_inputs(lm, mem, tokens[:, :L - 1], prefix)
+    inputs = build_inputs(lm, mem, tokens[:, :L - 1], prefix, position)
     keep = L - given                                          # positions predicting t_{1+given}..t_L
-    with torch.autocast(inputs.device.type, dtype=torch.bfloat16, enabled=dtype == "bfloat16"):
-        logits = lm.model(inputs_embeds=inputs, logits_to_keep=keep, use_cache=False).logits
-    logits = logits.to(torch.promote_types(logits.dtype, torch.float32))   # (rows, keep, V)
     gold = tokens[:, given:]                                  # (rows, keep)
     valid = torch.arange(keep, device=gold.device) < (lengths - given)[:, None]
-    ce = F.cross_entropy(logits.transpose(1, 2), gold, reduction="none")
-    loss = (ce * valid).sum(1) / valid.sum(1)
-    ok = (logits.argmax(-1) == gold) & valid
+    with torch.autocast(inputs.device.type, dtype=torch.bfloat16, enabled=dtype == "bfloat16"):
+        hidden = lm.model.base_model(inputs_embeds=inputs, use_cache=False).last_hidden_state
+        logits = _head(lm, hidden[:, -keep:][valid])          # (valid positions, V)
+    logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
+    rows = valid.nonzero()[:, 0]
+    ce = F.cross_entropy(logits, gold[valid], reduction="none")
+    loss = torch.zeros(len(mem), dtype=ce.dtype, device=ce.device).index_add_(0, rows, ce) / valid.sum(1)
+    ok = torch.zeros_like(valid)
+    ok[valid] = logits.argmax(-1) == gold[valid]
     prefix_len = given + ok.long().cumprod(1).sum(1)
     return loss, ok.sum(1), prefix_len
 
 
 def padded_length(lengths: torch.Tensor) -> torch.Tensor:
-    """Each row's length rounded up to a multiple of :data:`PAD_MULTIPLE` (its bucket)."""
+    """Lengths rounded up to a multiple of :data:`PAD_MULTIPLE`."""
     return (lengths + PAD_MULTIPLE - 1) // PAD_MULTIPLE * PAD_MULTIPLE
 
 
 @torch.no_grad()
-def certify(lm, mem, target, capacity: int, prefix, given: int) -> dict:
-    """Greedy ``generate`` (fp32) from ``[prefix] mem [t_1]``: tokens emitted and how many match.
+def certify(lm, mem, target, capacity: int, prefix, given: int, position: str = "before") -> dict:
+    """Greedy ``generate`` (no autocast) from ``[prefix] mem [t_1]``: tokens emitted and how many match.
 
     Returns ``{"generated": ids, "matched": k, "ok": k == capacity - given}``; the certified length
     is ``given + matched``.
@@ -237,7 +322,7 @@ def certify(lm, mem, target, capacity: int, prefix, given: int) -> dict:
     if want <= 0:
         return {"generated": [], "matched": 0, "ok": True}
     lead = target[None, :given]                               # (1, given)
-    inputs = build_inputs(lm, mem[None], lead, prefix)
+    inputs = build_inputs(lm, mem[None], lead, prefix, position)
     gen = GenerationConfig(do_sample=False, max_new_tokens=want, min_new_tokens=0, eos_token_id=None,
                            pad_token_id=0, bos_token_id=None)
     mask = torch.ones(inputs.shape[:2], dtype=torch.long, device=inputs.device)
@@ -248,27 +333,60 @@ def certify(lm, mem, target, capacity: int, prefix, given: int) -> dict:
     return {"generated": out, "matched": matched, "ok": matched == want}
 
 
+# --- the search engine ------------------------------------------------------------------------
+
+
+def next_length(lo: int, hi: int | None, length: int, config: CramConfig) -> int | None:
+    """The probe length after a probe of ``length``, or None when the search is over. ``lo`` is
+    the longest solved length so far and ``hi`` the shortest failed one (None: none yet), both
+    already updated with this probe. Growth while nothing failed, then bisection of (lo, hi).
+
+    >>> cfg = CramConfig.quick(n_start=4, growth=1.5, n_max=20)
+    >>> next_length(4, None, 4, cfg), next_length(9, 14, 14, cfg), next_length(9, 10, 9, cfg)
+    (6, 11, None)
+    >>> next_length(20, None, 20, cfg) is None
+    True
+    """
+    if hi is None:                    # every probe so far was solved
+        if length >= config.n_max:
+            return None
+        return min(max(math.ceil(length * config.growth), length + 1), config.n_max)
+    if not config.bisect or hi - lo <= 1:
+        return None
+    return (lo + hi) // 2
+
+
 class _Slots:
     """Optimisation state of the targets in the batch, one row per slot."""
 
     def __init__(self, size: int, m: int, d: int, n_max: int, device, dtype):
-        z = lambda *s, dt=dtype: torch.zeros(*s, dtype=dt, device=device)
-        self.mem, self.exp_avg, self.exp_avg_sq, self.best_mem = (z(size, m, d) for _ in range(4))
+        z = lambda *s, dt=dtype: torch.zeros(*s, dtype=dt, device=device)  # noqa: E731
+        self.mem, self.exp_avg, self.exp_avg_sq = (z(size, m, d) for _ in range(3))
+        self.lo_mem, self.init_mem = z(size, m, d), z(size, m, d)
         width = int(padded_length(torch.tensor(n_max)))
         self.targets = torch.zeros(size, width, dtype=torch.long, device=device)
-        self.step, self.length, self.best, self.best_step, self.stage_best, self.since = (
-            z(size, dt=torch.long) for _ in range(6))
+        self.step, self.length, self.best, self.since = (z(size, dt=torch.long) for _ in range(4))
         self.owner: list[int | None] = [None] * size   # position in the caller's target list
-        self.stop: list[str | None] = [None] * size
+        self.lo = [0] * size                           # longest solved length
+        self.hi: list[int | None] = [None] * size      # shortest failed length
+        self.hi_end: list[str | None] = [None] * size  # how that probe ended
+        self.total = [0] * size                        # optimiser steps of all probes
+        self.probes: list[list] = [[] for _ in range(size)]
 
-    def fill(self, s: int, owner: int, target, mem0, n_start: int, given: int):
+    def fill(self, s: int, owner: int, target, mem0, config: CramConfig, given: int):
         self.owner[s] = owner
-        self.targets[s, :len(target)] = target                 # beyond n_max: padding (token 0)
-        self.mem[s], self.best_mem[s] = mem0, mem0
+        self.targets[s] = 0
+        self.targets[s, :len(target)] = target
+        self.init_mem[s], self.lo_mem[s] = mem0, mem0
+        self.lo[s], self.hi[s], self.hi_end[s], self.total[s], self.probes[s] = given, None, None, 0, []
+        self.start_probe(s, config.n_start, warm=False)
+
+    def start_probe(self, s: int, length: int, warm: bool):
+        """A fresh fixed-length run of ``length`` tokens: new AdamW state, step 0."""
+        self.mem[s] = self.lo_mem[s] if warm else self.init_mem[s]
         for t in (self.exp_avg, self.exp_avg_sq):
             t[s] = 0
-        for t, v in ((self.step, 0), (self.length, n_start), (self.best, given), (self.best_step, 0),
-                     (self.stage_best, -1), (self.since, 0)):
+        for t, v in ((self.step, 0), (self.length, length), (self.best, -1), (self.since, 0)):
             t[s] = v
 
 
@@ -293,6 +411,7 @@ def cram(lm, targets: torch.Tensor, m: int, config: CramConfig, *, seed: int = 0
         raise InputError(f"targets must have shape (K, >= n_max={config.n_max}); got {tuple(targets.shape)}")
     indices = list(range(len(targets))) if indices is None else list(indices)
     device, d = lm.device, lm.info.d_model
+    dtype = resolve_autocast(config.autocast_dtype, device)
     std = embedding_std(lm) * config.init_scale
     prefix, given = prefix_token(lm, config), int(config.first_token_given)
     state_dtype = torch.promote_types(lm.input_embeddings().dtype, torch.float32)  # never below fp32
@@ -305,11 +424,11 @@ def cram(lm, targets: torch.Tensor, m: int, config: CramConfig, *, seed: int = 0
             if slots.owner[s] is None and pending:
                 k = pending.pop(0)
                 mem0 = initial_mem(indices[k], m, d, std, seed).to(device)
-                slots.fill(s, k, targets[k, :config.n_max].to(device), mem0, config.n_start, given)
+                slots.fill(s, k, targets[k, :config.n_max].to(device), mem0, config, given)
         passes += 1
         if progress and passes % PROGRESS_EVERY == 0:
-            bar.set_postfix(passes=passes, longest_stage=int(slots.length.max()))
-        for s in _step(lm, slots, config, prefix, given):
+            bar.set_postfix(passes=passes, longest_probe=int(slots.length.max()))
+        for s in _step(lm, slots, config, prefix, given, dtype):
             k = slots.owner[s]
             results[k] = _finish(lm, slots, s, indices[k], m, config, prefix, given)
             slots.owner[s] = None
@@ -320,114 +439,222 @@ def cram(lm, targets: torch.Tensor, m: int, config: CramConfig, *, seed: int = 0
     return results
 
 
-def _step(lm, slots: _Slots, config: CramConfig, prefix, given: int) -> list[int]:
-    """One forward/backward over the active slots; updates them and returns the slots now done."""
+def _step(lm, slots: _Slots, config: CramConfig, prefix, given: int, dtype: str) -> list[int]:
+    """One forward/backward pass over the active slots; updates them and returns the slots whose
+    search is over."""
     act = torch.tensor([s for s, o in enumerate(slots.owner) if o is not None], device=slots.mem.device)
     mem = slots.mem[act].clone().requires_grad_(True)                       # (b, m, d)
     length = slots.length[act]
     correct, plen = torch.zeros_like(length), torch.zeros_like(length)
-    bucket = padded_length(length)
+    bucket = padded_length(length).clamp(max=slots.targets.shape[1])
     for pad in bucket.unique().tolist():
         rows = (bucket == pad).nonzero()[:, 0]
         loss, correct[rows], plen[rows] = teacher_forced(
-            lm, mem[rows], slots.targets[act[rows]], length[rows], prefix, given, config.dtype, pad_to=pad)
+            lm, mem[rows], slots.targets[act[rows]], length[rows], prefix, given, dtype, pad_to=pad,
+            position=config.prefix_position)
         loss.sum().backward()        # rows are independent: each row's gradient is its own loss's
     with torch.no_grad():
-        better = plen > slots.best[act]
-        slots.best[act] = torch.where(better, plen, slots.best[act])
-        slots.best_step[act] = torch.where(better, slots.step[act], slots.best_step[act])
-        slots.best_mem[act[better]] = mem[better].detach()
-        cleared = plen >= length                                            # stage solved: grow
-        full = cleared & (length >= config.n_max)
-        grown = torch.maximum(torch.ceil(length * config.growth).long(), length + 1).clamp(max=config.n_max)
-        slots.length[act] = torch.where(cleared, grown, length)
-        gain = correct > slots.stage_best[act]
-        slots.since[act] = torch.where(cleared | gain, 0, slots.since[act] + 1)
-        slots.stage_best[act] = torch.where(cleared, -1, torch.maximum(correct, slots.stage_best[act]))
-        stuck = slots.since[act] >= config.patience
-        spent = slots.step[act] >= config.max_steps
-        done = full | stuck | spent
-        for s, why in zip(act[done].tolist(), torch.where(full, 0, torch.where(stuck, 1, 2))[done].tolist()):
-            slots.stop[s] = STOPS[why]
-        live = ~done
+        solved = plen >= length
+        gain = correct > slots.best[act]
+        slots.best[act] = torch.maximum(correct, slots.best[act])
+        since = torch.where(gain, 0, slots.since[act] + 1)
+        slots.since[act] = since
+        stuck = ~solved & (since >= config.patience)
+        spent = ~solved & ~stuck & (slots.step[act] >= config.max_steps)
+        ended = solved | stuck | spent
+        live = ~ended
         rows = act[live]
         p, ea, eas = mem.detach()[live], slots.exp_avg[rows], slots.exp_avg_sq[rows]
         step = slots.step[rows] + 1
         adamw_step(p, mem.grad[live], ea, eas, step, lr=config.lr, betas=config.betas,
                    weight_decay=config.weight_decay, eps=config.adam_eps)
         slots.mem[rows], slots.exp_avg[rows], slots.exp_avg_sq[rows], slots.step[rows] = p, ea, eas, step
-    return act[done].tolist()
+        done = []
+        for i in ended.nonzero()[:, 0].tolist():
+            s = int(act[i])
+            end = "solved" if solved[i] else ("patience" if stuck[i] else "budget")
+            if _end_probe(slots, s, mem[i].detach(), end, config):
+                done.append(s)
+    return done
+
+
+def _end_probe(slots: _Slots, s: int, mem, end: str, config: CramConfig) -> bool:
+    """Book the probe of slot ``s`` that just ended (``end``) and start the next; True when the
+    search of this target is over."""
+    length, steps = int(slots.length[s]), int(slots.step[s])
+    slots.probes[s].append([length, end == "solved", steps, end])
+    slots.total[s] += steps
+    if end == "solved":
+        slots.lo[s], slots.lo_mem[s] = length, mem
+    else:
+        slots.hi[s], slots.hi_end[s] = length, end
+    nxt = next_length(slots.lo[s], slots.hi[s], length, config)
+    if nxt is None:
+        return True
+    slots.start_probe(s, nxt, warm=config.warm_start and any(p[1] for p in slots.probes[s]))
+    return False
 
 
 def _finish(lm, slots: _Slots, s: int, index: int, m: int, config: CramConfig, prefix, given) -> CramResult:
-    """The snapshot of slot ``s`` as a certified result."""
-    teacher = int(slots.best[s])
-    cert = certify(lm, slots.best_mem[s], slots.targets[s], teacher, prefix, given)
+    """The search of slot ``s`` as a certified result."""
+    teacher = slots.lo[s]
+    cert = certify(lm, slots.lo_mem[s], slots.targets[s], teacher, prefix, given, config.prefix_position)
+    stop = "full" if slots.hi[s] is None else slots.hi_end[s]
     return CramResult(index=index, m=m, capacity=given + cert["matched"], capacity_teacher=teacher,
-                      n_max=config.n_max, steps=int(slots.best_step[s]), steps_run=int(slots.step[s]),
-                      stop=slots.stop[s], mem=slots.best_mem[s].cpu().numpy().copy(), certificate=cert)
+                      n_max=config.n_max, steps=slots.total[s], stop=stop, probes=slots.probes[s],
+                      mem=slots.lo_mem[s].cpu().numpy().copy(), certificate=cert)
 
 
-# --- the published per-point protocol and resumable sweeps ----------------------------------
+# --- the published per-point protocol, records and resumable sweeps ---------------------------
 
 
-def accessibility_points(lm, targets: torch.Tensor, m: int, ns: Sequence[int], config: CramConfig,
-                         **kwargs) -> np.ndarray:
-    """The published per-point protocol: for each n, one fixed-length run per target (no growth);
+def adaptive_scan(point: Callable[[int], float], scan: dict | None = None) -> dict[int, float]:
+    """The published scan over n, as we read it: accessibility ``point(n)`` at n_min, n_min +
+    coarse, ... while it stays above ``high``; then every ``fine`` tokens from the last coarse point
+    above ``high`` until it falls below ``low`` (or n reaches n_max). Returns {n: accessibility}.
+
+    >>> sorted(adaptive_scan(lambda n: float(n < 235), dict(PUBLISHED_SCAN, n_max=400)).items())[-4:]
+    [(220, 1.0), (230, 1.0), (240, 0.0), (310, 0.0)]
+    """
+    s = dict(PUBLISHED_SCAN, **(scan or {}))
+    acc: dict[int, float] = {}
+    n = s["n_min"]
+    while n <= s["n_max"]:
+        acc[n] = point(n)
+        if acc[n] <= s["high"]:
+            break
+        n += s["coarse"]
+    above = [k for k, a in acc.items() if a > s["high"]]
+    n = max(above) + s["fine"] if above else s["n_min"]
+    while n <= s["n_max"]:
+        if n not in acc:
+            acc[n] = point(n)
+        if acc[n] < s["low"]:
+            break
+        n += s["fine"]
+    return dict(sorted(acc.items()))
+
+
+def published_points(lm, targets: torch.Tensor, m: int, config: CramConfig, grid: Sequence[int] | None = None,
+                     scan: dict | None = None, **kwargs) -> dict[int, float]:
+    """The published per-point protocol: for each n (of ``grid``, or of the :func:`adaptive_scan`),
+    one fixed-length run per target with ``config``'s optimiser (:meth:`CramConfig.fixed`);
     accessibility(n) is the fraction reproduced exactly. ``kwargs`` go to :func:`cram`."""
-    from accessibility.law import accessibility_curve
+    def point(n: int) -> float:
+        results = cram(lm, targets[:, :n], m, config.fixed(n), **kwargs)
+        return float(np.mean([r.capacity >= n for r in results]))
 
-    out = []
-    for n in ns:
-        fixed = replace(config, n_start=int(n), n_max=int(n), growth=1.0)
-        capacities = [r.capacity for r in cram(lm, targets[:, :n], m, fixed, **kwargs)]
-        out.append(accessibility_curve(capacities, [n])[0])
-    return np.array(out)
+    if grid is None:
+        return adaptive_scan(point, scan)
+    return {int(n): point(int(n)) for n in grid}
 
 
-def record_key(kind: str, m: int, index: int) -> str:
-    """Key of one (target, m) result in a :class:`~accessibility.results.RecordLog`."""
-    return f"{kind}/m={m}/target={index}"
+def record_key(kind: str, m: int, index: int, n: int | None = None) -> str:
+    """Key of one result in a :class:`~accessibility.results.RecordLog`: a search result of target
+    ``index`` at m, or (with ``n``) one fixed-length run of the published protocol."""
+    return f"{kind}/m={m}/target={index}" if n is None else f"{kind}/m={m}/n={n}/target={index}"
 
 
 def capacities_by_m(records) -> dict[int, list[int]]:
-    """{m: [capacity of each target, in target order]} from the records of one kind, the mapping
-    :func:`sweep` returns (for :func:`accessibility.law.summarize`).
+    """{m: [capacity of each target, in target order]} from search records of one kind.
 
     >>> capacities_by_m([{"m": 2, "index": 1, "capacity": 9}, {"m": 1, "index": 0, "capacity": 5},
     ...                  {"m": 2, "index": 0, "capacity": 8}])
     {1: [5], 2: [8, 9]}
     """
     by_m: dict[int, list[int]] = {}
-    for r in sorted(records, key=lambda r: (r["m"], r["index"])):
+    for r in sorted((r for r in records if "n" not in r), key=lambda r: (r["m"], r["index"])):
         by_m.setdefault(int(r["m"]), []).append(int(r["capacity"]))
     return by_m
 
 
-def sweep(lm, kind: str, ms: Sequence[int], count: int, config: CramConfig, *, seed: int = 0,
-          log=None, batch_size: int = 16, progress: bool = False, extra: dict | None = None) -> dict:
-    """Capacities of targets 0..count-1 of ``kind`` for each m: {m: [capacity, ...]}.
+def points_by_m(records) -> dict[int, dict[int, float]]:
+    """{m: {n: accessibility}} from published-protocol records (fraction of targets solved at n).
 
-    With a :class:`~accessibility.results.RecordLog` ``log``, each result is appended as it comes
-    (with ``extra`` fields such as the config hash) and targets already in the log are skipped, so a
-    killed sweep resumes without losing or repeating work.
+    >>> points_by_m([{"m": 1, "n": 5, "index": 0, "solved": True},
+    ...              {"m": 1, "n": 5, "index": 1, "solved": False}])
+    {1: {5: 0.5}}
     """
-    from accessibility.targets import make_targets
+    runs: dict[int, dict[int, list[bool]]] = {}
+    for r in records:
+        if "n" in r:
+            runs.setdefault(int(r["m"]), {}).setdefault(int(r["n"]), []).append(bool(r["solved"]))
+    return {m: {n: float(np.mean(v)) for n, v in sorted(by_n.items())} for m, by_n in sorted(runs.items())}
 
-    targets = make_targets(lm, kind, count, config.n_max, seed=seed)
-    found = {}
-    if log is not None:
-        found = {r["key"]: r["capacity"] for r in log}
 
-    def keep(r: CramResult):
-        key = record_key(kind, r.m, r.index)
-        found[key] = r.capacity
-        if log is not None:
-            log.append({"key": key, "kind": kind, "model": lm.info.name, **(extra or {}), **r.record()})
+def shard_from_env(environ=None) -> tuple[int, int]:
+    """(rank, world size) of this process under ``torchrun``/``accelerate launch`` (the ``RANK`` and
+    ``WORLD_SIZE`` variables), else (0, 1).
 
-    for m in ms:
-        todo = [i for i in range(count) if record_key(kind, m, i) not in found]
+    >>> shard_from_env({"RANK": "1", "WORLD_SIZE": "2"}), shard_from_env({})
+    ((1, 2), (0, 1))
+    """
+    env = os.environ if environ is None else environ
+    rank, world = int(env.get("RANK", 0)), int(env.get("WORLD_SIZE", 1))
+    if not 0 <= rank < world:
+        raise InputError(f"RANK must be in [0, WORLD_SIZE={world}); got {rank}")
+    return rank, world
+
+
+def sweep(lm, kind: str, ms: Sequence[int], count: int, config: CramConfig, *, protocol: str = "search",
+          grid: Sequence[int] | None = None, scan: dict | None = None, seed: int = 0, log=None, known=(),
+          batch_size: int = 16, progress: bool = False, shard: tuple[int, int] = (0, 1)) -> list[dict]:
+    """Run targets 0..count-1 of ``kind`` at each m under ``protocol``; returns the records.
+
+    ``search``: one record per (m, target) with its certified capacity (:func:`cram`).
+    ``published``: one record per (m, n, target) with ``solved`` (a fixed-length run at n), n on
+    ``grid`` or on the authors' :func:`adaptive_scan` (``scan`` overrides its constants).
+    Each result is appended to ``log`` (a :class:`~accessibility.results.RecordLog`) as it comes;
+    results already in ``log`` or in ``known`` (records of other logs of the same run, e.g. other
+    ranks) are not recomputed, so a killed sweep resumes without losing or repeating work.
+    ``shard=(rank, world)`` keeps the targets with ``index % world == rank`` (no communication
+    between ranks: each writes its own log; a later sweep over all logs merges them).
+    """
+    from accessibility.targets import make_targets, target_kind
+
+    one_of("protocol", protocol, PROTOCOLS)
+    kind = target_kind(kind)
+    rank, world = shard
+    if protocol == "published" and grid is None and world > 1:
+        raise InputError("the adaptive scan of the published protocol needs every target's result; "
+                         "give an explicit --n-grid to split it across processes")
+    n_max = config.n_max if protocol == "search" else max(grid or [PUBLISHED_SCAN["n_max"]])
+    mine = [i for i in range(count) if i % world == rank]
+    targets = make_targets(lm, kind, count, n_max, seed=seed)
+    found = {r["key"]: r for r in [*known, *(log or [])]}
+
+    def keep(m: int, n: int | None):
+        def write(r: CramResult):
+            rec = {"key": record_key(kind, m, r.index, n), "kind": kind, "model": lm.info.name,
+                   **r.record(with_mem=n is None)}
+            if n is not None:
+                rec.update(n=n, solved=r.capacity >= n)
+            found[rec["key"]] = rec if log is None else log.append(rec)   # as the log keeps it
+        return write
+
+    def run(m: int, n: int | None) -> list[dict]:
+        todo = [i for i in mine if record_key(kind, m, i, n) not in found]
         if todo:
-            cram(lm, targets[todo], m, config, seed=seed, indices=todo, batch_size=batch_size,
-                 progress=progress, on_result=keep)
-    return {m: [found[record_key(kind, m, i)] for i in range(count)] for m in ms}
+            cfg, tg = (config, targets) if n is None else (config.fixed(n), targets[:, :n])
+            cram(lm, tg[todo], m, cfg, seed=seed, indices=todo, batch_size=batch_size, progress=progress,
+                 on_result=keep(m, n))
+        return [found[k] for i in range(count) if (k := record_key(kind, m, i, n)) in found]
+
+    out = []
+    for m in ms:
+        if protocol == "search":
+            out += run(m, None)
+            continue
+        points: dict[int, list[dict]] = {}
+
+        def point(n: int, m=m, points=points) -> float:
+            points[n] = run(m, n)
+            return float(np.mean([r["solved"] for r in points[n]]))
+
+        if grid is None:
+            adaptive_scan(point, scan)
+        else:
+            for n in grid:
+                point(int(n))
+        out += [r for recs in points.values() for r in recs]
+    return out

@@ -123,13 +123,41 @@ def _table(capacities_by_m: Mapping) -> np.ndarray:
 
 
 def logistic_n50(ns, accessibility) -> float:
-    """The published n_50: midpoint of a logistic 1/(1 + exp((n - n50)/s)) fitted to the points."""
-    from scipy.optimize import curve_fit
+    """The published n_50: midpoint of a logistic 1/(1 + exp((n - n50)/s)) fitted to the points
+    (asymptotes fixed at 1 and 0). NaN when the points never cross 1/2 or the fit fails.
+
+    >>> round(logistic_n50([4, 5, 6, 7, 8], [1.0, 0.9, 0.5, 0.1, 0.0]), 6)
+    6.0
+    """
+    from scipy.optimize import OptimizeWarning, curve_fit
 
     ns, acc = np.asarray(ns, float), np.asarray(accessibility, float)
+    if not (acc.max() >= 0.5 >= acc.min()):
+        return math.nan
     f = lambda n, mid, s: 1 / (1 + np.exp(np.clip((n - mid) / s, -50, 50)))
-    (mid, _), _ = curve_fit(f, ns, acc, p0=[np.interp(0.5, acc[::-1], ns[::-1]), 1.0], maxfev=10000)
+    order = np.argsort(ns)
+    start = np.interp(0.5, acc[order][::-1], ns[order][::-1])
+    try:
+        with warnings.catch_warnings():        # a step-like curve leaves the width undetermined
+            warnings.simplefilter("ignore", OptimizeWarning)
+            (mid, _), _ = curve_fit(f, ns, acc, p0=[start, 1.0], maxfev=10000)
+    except RuntimeError:
+        return math.nan
     return float(mid)
+
+
+def survival_n50(capacities) -> float:
+    """n_50 under the published convention: the :func:`logistic_n50` of the accessibility curve
+    P(capacity >= n) at every integer n from the smallest to one past the largest capacity. The
+    median of integer capacities sits about half a token below it (P(c >= n) = 1/2 is the upper
+    median), so compare this one with a published n_50.
+
+    >>> survival_n50([5, 6, 6, 7]) > float(np.median([5, 6, 6, 7]))
+    True
+    """
+    c = np.asarray(capacities, float)
+    ns = np.arange(int(c.min()), int(c.max()) + 2)
+    return logistic_n50(ns, accessibility_curve(c, ns))
 
 
 #: Stops after which a target was still improving (its search ran out of steps): its capacity is a
@@ -144,7 +172,8 @@ class MPoint:
     ``stops`` counts the records' ``stop`` values (whatever the engine writes: today ``full``,
     ``patience``, ``budget``); ``n_censored`` counts capacities that reached ``n_max``;
     ``lower_bound`` says that raising the censored and :data:`LOWER_BOUND_STOPS` capacities could move
-    the median, so n_50 is a lower bound.
+    the median, so n_50 is a lower bound. ``n50_logistic`` is :func:`survival_n50`, n_50 under the
+    published convention (None where the fit is undefined).
     """
 
     m: int
@@ -155,6 +184,7 @@ class MPoint:
     stops: dict
     n_censored: int
     lower_bound: bool
+    n50_logistic: float | None = None
 
 
 @dataclass(frozen=True)
@@ -216,7 +246,8 @@ class CramSummary:
         per_m = lambda f: {str(p.m): f(p) for p in self.points}
         out = {"m": self.ms, "n50": per_m(lambda p: p.n50), "n50_ci": per_m(lambda p: _ends(p.low, p.high)),
                "n_targets": per_m(lambda p: p.n_targets), "stops": per_m(lambda p: dict(p.stops)),
-               "n_censored": per_m(lambda p: p.n_censored), "n50_lower_bound": per_m(lambda p: p.lower_bound)}
+               "n_censored": per_m(lambda p: p.n_censored), "n50_lower_bound": per_m(lambda p: p.lower_bound),
+               "n50_logistic": per_m(lambda p: p.n50_logistic)}
         for key, fit in (("", self.fit), ("_origin", self.fit_origin)):
             out.update({f"slope{key}": None, f"intercept{key}": None, f"r2{key}": None,
                         f"slope{key}_ci": None, f"n_points{key}": None} if fit is None else
@@ -232,7 +263,8 @@ class CramSummary:
         points = tuple(MPoint(m=int(m), n50=d["n50"][str(m)], low=_end(d["n50_ci"][str(m)][0], -1),
                               high=_end(d["n50_ci"][str(m)][1], 1), n_targets=d["n_targets"][str(m)],
                               stops=dict(d["stops"][str(m)]), n_censored=d["n_censored"][str(m)],
-                              lower_bound=d["n50_lower_bound"][str(m)]) for m in d["m"])
+                              lower_bound=d["n50_lower_bound"][str(m)],
+                              n50_logistic=d.get("n50_logistic", {}).get(str(m))) for m in d["m"])
         fits = [None if d[f"slope{k}"] is None else
                 SlopeFit(d[f"slope{k}"], d[f"intercept{k}"], d[f"r2{k}"], d[f"n_points{k}"],
                          *d[f"slope{k}_ci"])
@@ -304,8 +336,10 @@ def _point(m: int, records: list[Mapping], confidence: float) -> MPoint:
     open_ended = censored | np.array([r.get("stop") in LOWER_BOUND_STOPS for r in records], bool)
     raised = float(np.median(np.where(open_ended, np.inf, caps)))     # every open-ended target unbounded
     stops = dict(sorted(Counter(r["stop"] for r in records if r.get("stop") is not None).items()))
+    logistic = survival_n50(caps)
     return MPoint(m=m, n50=med.estimate, low=med.low, high=med.high, n_targets=med.n_targets, stops=stops,
-                  n_censored=int(censored.sum()), lower_bound=bool(raised != med.estimate))
+                  n_censored=int(censored.sum()), lower_bound=bool(raised != med.estimate),
+                  n50_logistic=None if math.isnan(logistic) else logistic)
 
 
 def _fit(ms, n50s, caps, intercept: bool, n_boot: int, confidence: float, seed: int) -> SlopeFit:

@@ -54,7 +54,13 @@ def check_figure(fig) -> None:
 
 def glue(name: str, value, display: bool = True) -> None:
     """:func:`myst_nb.glue` for the book's ``{glue}`` roles; without myst-nb (a notebook opened on
-    Colab) the value is only displayed, when ``display`` asks for it."""
+    Colab) the value is only displayed, when ``display`` asks for it. A NumPy scalar is glued as the
+    Python number it holds (a ``{glue:text}`` with a format spec cannot parse ``np.float64(...)``).
+    """
+    import numpy as np
+
+    if isinstance(value, np.generic):
+        value = value.item()
     try:
         from myst_nb import glue as myst_glue
     except ImportError:
@@ -90,9 +96,10 @@ def format_table(table, decimals: int | dict = 2, *, default: int = 2):
     (other float columns get ``default``). Columns whose values are all whole numbers show none
     (2774, not 2774.0); booleans read yes / no; missing values read "—" (never NaN). A named index
     (or a MultiIndex) becomes ordinary leading columns, so there is no extra header row for index
-    names; long column labels may wrap after "_", "/" and spaces, cells are tightly padded and tables
-    of more than six (eight) columns are set at 90 % (80 %) of the text size, so that they fit the
-    column. Numbers never wrap; text cells longer than :data:`PROSE_CELL` characters do.
+    names, and a default 0, 1, 2, ... index is not shown; long column labels may wrap after "_", "/"
+    and spaces, cells are tightly padded and tables of more than six (eight) columns are set at 90 %
+    (80 %) of the text size, so that they fit the column. Numbers never wrap; text cells longer than
+    :data:`PROSE_CELL` characters do.
 
     >>> import pandas as pd
     >>> df = pd.DataFrame({"n": [2774.0, 3.0], "ratio_pg19": [22.474747, None]},
@@ -101,8 +108,9 @@ def format_table(table, decimals: int | dict = 2, *, default: int = 2):
     >>> "2774.0" in html, "2774" in html, "22.47" in html, "nan" in html.lower(), "—" in html
     (False, True, True, False, True)
     >>> prose = pd.DataFrame({"why": ["a reason of many more words"]})
-    >>> "white-space: normal" in format_table(prose).to_html()
-    True
+    >>> html = format_table(prose).to_html()
+    >>> "white-space: normal" in html, ">0</th>" in html
+    (True, False)
     """
     import numpy as np
     import pandas as pd
@@ -111,6 +119,7 @@ def format_table(table, decimals: int | dict = 2, *, default: int = 2):
     named = any(n is not None for n in df.index.names)
     if named:
         df = df.reset_index()
+    hidden = named or (isinstance(df.index, pd.RangeIndex) and df.index.start == 0 and df.index.step == 1)
     formats = {}
     for column in df.columns:
         values = df[column]
@@ -126,15 +135,19 @@ def format_table(table, decimals: int | dict = 2, *, default: int = 2):
     wrap = {ord("_"): "_\u200b", ord("/"): "/\u200b"}
     styler = df.style.format(formats, na_rep="—")
     styler = styler.format_index(lambda label: str(label).translate(wrap), axis=1)
-    if named:
+    if hidden:
         styler = styler.hide(axis="index")
-    columns = df.shape[1] + (0 if named else df.index.nlevels)
+    columns = df.shape[1] + (0 if hidden else df.index.nlevels)
     size = "0.8em" if columns > 8 else "0.9em" if columns > 6 else "1em"  # the wider, the smaller
     tight = [("padding", "0.25em 0.2em" if columns > 8 else "0.25em 0.3em"), ("font-size", size)]
+    # white-space per column, not in a `td` rule: `#T_x td` outranks the per-cell rules of set_properties
     styler = styler.set_table_styles([{"selector": "th", "props": [("white-space", "normal"), *tight]},
-                                      {"selector": "td", "props": [("white-space", "nowrap"), *tight]}])
+                                      {"selector": "td", "props": tight}])
     prose = [c for c in df.columns if not pd.api.types.is_numeric_dtype(df[c])
              and df[c].astype(str).str.len().max() > PROSE_CELL]
+    rest = [c for c in df.columns if c not in prose]
+    if rest:
+        styler = styler.set_properties(subset=rest, **{"white-space": "nowrap"})
     return styler.set_properties(subset=prose, **{"white-space": "normal"}) if prose else styler
 
 
@@ -481,11 +494,12 @@ def plot_accessibility_curves(capacities_by_m, *, points=None, n_max=None):
     return fig
 
 
-def plot_linear_law(summary, *, label: str = "measured"):
+def plot_linear_law(summary, *, label: str = "measured", published: dict | None = None):
     """n_50(m) with its confidence interval, the least-squares line and the line through 0.
 
     ``summary`` is a :class:`accessibility.law.CramSummary` (:func:`accessibility.law.summarize`, or
-    ``CramSummary.from_json`` of a saved run's summary).
+    ``CramSummary.from_json`` of a saved run's summary). ``published`` optionally maps m to the
+    published protocol's n_50 on the same targets, drawn as open squares.
     """
     import numpy as np
 
@@ -507,6 +521,9 @@ def plot_linear_law(summary, *, label: str = "measured"):
         ax.plot(x, fit.slope * x + fit.intercept, label=line)
         if apart:
             ax.plot(x, origin.slope * x, ls="--", label=f"through 0: {origin.slope:.2f} m")
+    if published:
+        ax.plot(list(published), list(published.values()), "s", mfc="none", ms=9,
+                label="published protocol n$_{50}$ (logistic)")
     ax.set(xlabel="m ([mem] vectors)", ylabel="n$_{50}$ (tokens)", xlim=(0, None), ylim=(0, None))
     ax.legend(loc="upper left")
     return fig
@@ -545,6 +562,38 @@ def plot_slopes_vs_theory(rows):
     ours = rows[rows["source"] != "published"]
     _place_labels(ax, [(r["label"], (r["slope_theory"], r["slope"])) for _, r in ours.iterrows()], fontsize=8)
     _place_labels(ax, grey, fontsize=7, color="0.35")
+    return fig
+
+
+def plot_slopes_overview(table):
+    """Every slope of :func:`accessibility.compare.slopes_table` on one log axis, one row per model:
+    proven bounds (filled markers), heuristic refinements (open markers) and measured cramming slopes
+    (crosses), so the gap between theory and experiment reads along each row."""
+    import numpy as np
+
+    from accessibility.compare import BOUNDS, MEASURED
+
+    fig, ax = new_figure(MAX_WIDTH, 0.32 * len(table) + 1.6)
+    y = np.arange(len(table))[::-1]
+    palette = sns.color_palette("colorblind", len(BOUNDS) + len(MEASURED))
+    markers = dict(zip((*BOUNDS, *MEASURED), ("o", "s", "^", "D", "v", "P", "X", "x", "+")))
+    for color, column in zip(palette, (*BOUNDS, *MEASURED)):
+        values = table[column].to_numpy(float)
+        if not np.isfinite(values).any():
+            continue
+        proven = BOUNDS.get(column) == "proven"
+        measured = column in MEASURED
+        status = "measured" if measured else BOUNDS[column]
+        marker = markers[column]
+        colors = ({"color": color} if marker in ("x", "+")       # line markers have no face
+                  else {"facecolors": color if (proven or measured) else "none", "edgecolors": color})
+        ax.scatter(values, y, marker=marker, s=36, label=f"{column} ({status})", linewidths=1.2, zorder=3,
+                   **colors)
+    labels = [f"{name} ({source})" for name, source in zip(table.index, table["source"])]
+    ax.set(xscale="log", yticks=y, yticklabels=labels,
+           xlabel="slope (tokens per [mem] vector; bounds at fp16 relative precision)")
+    ax.grid(axis="y", color="0.92")
+    fig.legend(loc="outside lower center", ncol=3)
     return fig
 
 

@@ -130,7 +130,9 @@ class RecordLog:
 
     >>> import tempfile, pathlib
     >>> log = RecordLog(pathlib.Path(tempfile.mkdtemp()) / "runs.jsonl", omit=("big",))
-    >>> log.append({"key": "a", "n": 3, "big": [0.0] * 9}); log.append({"key": "b", "n": 5})
+    >>> log.append({"key": "a", "n": 3, "big": [0.0] * 9})
+    {'key': 'a', 'n': 3}
+    >>> _ = log.append({"key": "b", "n": 5})
     >>> sorted(log.keys()), [r["n"] for r in log], "big" in RecordLog(log.path).records()[0]
     (['a', 'b'], [3, 5], False)
     >>> log.append({"key": "a", "n": 4})
@@ -169,7 +171,9 @@ class RecordLog:
     def __contains__(self, key: str) -> bool:
         return key in self.keys()
 
-    def append(self, record: Mapping) -> None:
+    def append(self, record: Mapping) -> dict:
+        """Write ``record`` (less the omitted fields, plus ``seconds`` when timed); return it as a
+        later read returns it."""
         key = record["key"]
         if key in self.keys():
             raise KeyError(f"record {key!r} is already in {self.path}")
@@ -186,6 +190,7 @@ class RecordLog:
             os.fsync(f.fileno())
         self._records.append(json.loads(line))            # what a later read returns
         self._keys.add(key)
+        return self._records[-1]
 
     def _drop_torn_tail(self) -> None:
         """Cut a torn last line; reads only the last byte unless the line is torn."""
@@ -309,6 +314,34 @@ def save_run(folder: str | os.PathLike, config: Mapping, records=(), summary=Non
     return folder
 
 
+def records_file(folder: str | os.PathLike, rank: int = 0, world: int = 1) -> Path:
+    """The record log of one process of a run: ``records.jsonl``, or ``records-rank<r>.jsonl`` for
+    rank r of a run split over ``world`` > 1 processes (each writes its own; readers merge them).
+
+    >>> records_file("run").name, records_file("run", 1, 2).name
+    ('records.jsonl', 'records-rank1.jsonl')
+    """
+    name = RECORDS_FILE if world == 1 else RECORDS_FILE.replace(".jsonl", f"-rank{rank}.jsonl")
+    return Path(folder) / name
+
+
+def read_records(folder) -> list[dict]:
+    """Every record of a run folder (a path or a shipped resource): ``records.jsonl`` and each
+    rank's log, merged by key (the first occurrence wins); torn last lines are ignored."""
+    folder = Path(folder) if isinstance(folder, (str, os.PathLike)) else folder
+    if not folder.is_dir():
+        return []
+    logs = sorted(p for p in folder.iterdir() if p.name.startswith(RECORDS_FILE.split(".")[0])
+                  and p.name.endswith(".jsonl"))
+    found: dict[str, dict] = {}
+    for log in logs:
+        for line in log.read_text().splitlines(keepends=True):
+            if line.endswith("\n"):
+                record = json.loads(line)
+                found.setdefault(record["key"], record)
+    return list(found.values())
+
+
 def _runs_root() -> Traversable:
     from accessibility import data_file
 
@@ -338,15 +371,11 @@ def load_run(folder_or_name: str | os.PathLike) -> Run:
     """
     folder = _find_run(folder_or_name)
     config = json.loads(folder.joinpath(CONFIG_FILE).read_text())
-    records_file, summary_file = folder.joinpath(RECORDS_FILE), folder.joinpath(SUMMARY_FILE)
+    summary_file = folder.joinpath(SUMMARY_FILE)
     if not summary_file.is_file():
         raise InputError(f"run {folder_or_name!r} is unfinished (no {SUMMARY_FILE}); finish it with "
                          f"`{config['command']}`")
-    records = []
-    if records_file.is_file():
-        records = [json.loads(line) for line in records_file.read_text().splitlines(keepends=True)
-                   if line.endswith("\n")]
-    return Run(folder, config, records, json.loads(summary_file.read_text()))
+    return Run(folder, config, read_records(folder), json.loads(summary_file.read_text()))
 
 
 def _find_run(folder_or_name) -> Path | Traversable:

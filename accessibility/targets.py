@@ -1,10 +1,16 @@
 """Target sequences for cramming, fixed by a seed and independent of the order they are visited in.
 
-Two kinds:
+Three kinds (:data:`KINDS`):
 
-``random``
+``random-tokens``
     Uniform random sequences over the model's *real* tokens (padding rows of W_U excluded): the
-    setting of the theory, where every sequence of V^n is equally likely.
+    setting of the theory, where every sequence of V^n is equally likely. (Formerly ``random``,
+    still accepted with a deprecation warning.)
+``random-words``
+    Whole English words drawn uniformly and independently from the 10,000 most frequent ones
+    (``accessibility/data/words_en.txt``, from wordfreq, CC BY-SA 4.0), joined by spaces, tokenized
+    and cut to n tokens: the analogue of the published random GloVe-word targets (whose word list
+    was larger), random but made of real words.
 ``text``
     Consecutive chunks of natural English text. The text is the opening chapters of Jane Austen's
     *Pride and Prejudice* (1813), public domain, shipped with the package as
@@ -26,9 +32,13 @@ from accessibility.checks import InputError, at_least, one_of
 from accessibility.results import rng
 
 #: Target kinds understood by :func:`make_targets`.
-KINDS = ("random", "text")
+KINDS = ("random-tokens", "random-words", "text")
+#: Old names still accepted (with a DeprecationWarning) -> their kind.
+ALIASES = {"random": "random-tokens"}
 #: Package-data file holding the public-domain text used for ``text`` targets.
 TEXT_FILE = "text_pride_and_prejudice.txt"
+#: Package-data file of the word list of ``random-words`` targets (one word per line).
+WORDS_FILE = "words_en.txt"
 #: Separate random streams (:func:`accessibility.results.rng`, first key) so targets and inits never
 #: share draws.
 TARGET_STREAM = 1
@@ -76,9 +86,45 @@ def text_targets(tokenizer, count: int, n: int, seed: int = 0, start: int = 0,
     return torch.as_tensor(chunks.reshape(count, n))
 
 
+def load_words() -> tuple[str, ...]:
+    """The word list of ``random-words`` targets, most frequent first."""
+    return tuple(data_file(WORDS_FILE).read_text(encoding="utf-8").split())
+
+
+def word_targets(tokenizer, count: int, n: int, seed: int = 0, start: int = 0,
+                 words: tuple[str, ...] | None = None) -> torch.Tensor:
+    """``count`` sequences of n tokens of uniformly random words, shape (count, n).
+
+    Target ``i`` draws n words (each at least one token) from its own stream, joins them with
+    spaces, tokenizes without special tokens and keeps the first n tokens (the last word may be cut).
+    """
+    if tokenizer is None:
+        raise InputError("random-words targets need a tokenizer; this model has none (use random-tokens)")
+    at_least("n", n, 1, integer=True)
+    words = load_words() if words is None else words
+    rows = []
+    for i in range(start, start + count):
+        picks = rng(seed, TARGET_STREAM, i).integers(len(words), size=n)
+        rows.append(tokenizer(" ".join(words[j] for j in picks), add_special_tokens=False)["input_ids"][:n])
+    return torch.as_tensor(np.array(rows, dtype=np.int64).reshape(count, n))
+
+
+def target_kind(kind: str) -> str:
+    """The kind ``kind`` names: one of :data:`KINDS`, or an old alias (with a DeprecationWarning)."""
+    if kind in ALIASES:
+        import warnings
+
+        warnings.warn(f"target kind {kind!r} is deprecated; use {ALIASES[kind]!r}", DeprecationWarning,
+                      stacklevel=3)
+        return ALIASES[kind]
+    return one_of("kind", kind, KINDS)
+
+
 def make_targets(lm, kind: str, count: int, n: int, seed: int = 0, start: int = 0) -> torch.Tensor:
-    """Targets of ``kind`` (``random`` or ``text``) for a loaded model, shape (count, n)."""
-    one_of("kind", kind, KINDS)
-    if kind == "random":
+    """Targets of ``kind`` (one of :data:`KINDS`) for a loaded model, shape (count, n)."""
+    kind = target_kind(kind)
+    if kind == "random-tokens":
         return random_targets(lm.info.real_token_ids, count, n, seed=seed, start=start)
+    if kind == "random-words":
+        return word_targets(lm.tokenizer, count, n, seed=seed, start=start)
     return text_targets(lm.tokenizer, count, n, seed=seed, start=start)

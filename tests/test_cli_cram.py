@@ -47,16 +47,76 @@ def test_cram_json_resume_batch_size_and_precision(tmp_path, capsys):
     assert again["capacities"] == first["capacities"] and again["compute_seconds"] == first["compute_seconds"]
     assert again["precision"] == "exact-bf16" and again["slope_theory"] != first["slope_theory"]
     assert "--precision exact-bf16" in load_run(folder).command   # the command that wrote this summary
-    fresh = _run(capsys, "--save", str(tmp_path / "one"), "--batch-size", "1")
-    assert fresh["capacities"] == first["capacities"]          # one at a time: identical results
+    assert len(first["capacities"]["1"]) == 2 and first["protocol"] == "search"
     assert main([*ARGS, "--save", folder]) == 0                # the text table
     text = capsys.readouterr().out
     assert "n50 (tokens)" in text and "tokens per vector" in text and "Corollary 4.6" in text
 
 
+def test_batched_and_one_at_a_time_commands_agree_in_float64(tmp_path, capsys):
+    """In float64 the batched engine and one-at-a-time runs give identical capacities (in float32
+    they agree up to rounding, which a few hundred optimiser steps can amplify)."""
+    args = ["--dtype", "float64", "--targets", "4"]
+    batched = _run(capsys, "--save", str(tmp_path / "b"), *args)
+    single = _run(capsys, "--save", str(tmp_path / "s"), "--batch-size", "1", *args)
+    assert batched["capacities"] == single["capacities"]
+
+
+def test_published_protocol_reports_points_and_the_cost_model(tmp_path, capsys):
+    out = _run(capsys, "--save", str(tmp_path / "p"), "--protocol", "published", "--n-grid", "2:10:4",
+               "--m", "1")
+    assert out["protocol"] == "published" and set(out["accessibility"]["1"]) == {"2", "6", "10"}
+    assert out["accessibility"]["1"]["2"] == 1.0 and "not the published cost model" in out["cost_model"]
+    assert len(load_run(str(tmp_path / "p")).records) == 2 * 3
+    one = _run(capsys, "--save", str(tmp_path / "q"), "--protocol", "published", "--n-grid", "2:10:4",
+               "--m", "1", "--batch-size", "1")
+    assert one["cost_model"].endswith("(published)") and one["accessibility"] == out["accessibility"]
+    assert main([*ARGS, "--save", str(tmp_path / "p"), "--protocol", "published", "--n-grid", "2:10:4",
+                 "--m", "1"]) == 0
+    assert "accessibility at n" in capsys.readouterr().out
+
+
+def test_torchrun_ranks_split_the_targets_and_a_later_command_merges_them(tmp_path, capsys):
+    """Two CPU processes under torchrun each write their own record log; `cram` on the same folder
+    then merges them into the capacities of a single-process run (nothing is recomputed)."""
+    import os
+    import subprocess
+    import sys
+
+    args = [*ARGS[1:], "--dtype", "float64", "--targets", "3", "--m", "1"]
+    folder = tmp_path / "ranks"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    # `-m --`: without the `--`, torchrun reads `--m` as an ambiguous abbreviation of its own flags
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    command = [*torchrun, "-m", "--", "accessibility", "cram", *args, "--save", str(folder), "--json"]
+    done = subprocess.run(command,
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    logs = sorted(p.name for p in folder.glob("records*.jsonl"))
+    assert logs == ["records-rank0.jsonl", "records-rank1.jsonl"]
+    merged = _run(capsys, *args[2:], "--save", str(folder))
+    assert sorted(p.name for p in folder.glob("records*.jsonl")) == logs    # nothing left to compute
+    single = _run(capsys, *args[2:], "--save", str(tmp_path / "one"))
+    assert merged["capacities"] == single["capacities"] and merged["targets_done"] == {"1": 3}
+
+
 @pytest.mark.parametrize("bad", [["--targets", "0"], ["--kind", "text"], ["--lr", "-1"], ["--m", "0"],
-                                 ["--prefix", "foo"], ["--precision", "exact-bf16"], ["--eps", "0.1"]])
+                                 ["--prefix", "foo"], ["--precision", "exact-bf16"], ["--eps", "0.1"],
+                                 ["--protocol", "published", "--n-grid", "9:3"],
+                                 ["--protocol", "published", "--n-grid", "1:5"],
+                                 ["--protocol", "published", "--n-grid", "5"]])
 def test_bad_input_is_one_line_and_exit_2(bad, tmp_path, capsys):
     assert main([*ARGS, "--save", str(tmp_path), *bad]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "error" in err
+
+
+@pytest.mark.parametrize("flag", ["--autocast-dtype", "--dtype"])
+def test_bfloat16_without_native_support_is_one_line(flag, tmp_path, capsys):
+    from accessibility.models import cpu_has_native_bf16
+
+    if cpu_has_native_bf16():
+        pytest.skip("this CPU multiplies bf16 natively")
+    assert main([*ARGS, "--save", str(tmp_path), flag, "bfloat16"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "bfloat16" in err

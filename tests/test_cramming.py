@@ -1,6 +1,8 @@
-"""The cramming engine: batched = independent runs, exact per-row AdamW, frozen weights, certified
-successes and resumable sweeps (all on the toy model, seconds)."""
+"""The cramming engine: the search finds the capacity a fixed-length run defines, batched = one at a
+time, exact per-row AdamW, frozen weights, certified successes, the published protocol, resumable and
+sharded sweeps, target kinds and the prefix token (toy model and stub models, seconds)."""
 
+import warnings
 from dataclasses import replace
 
 import numpy as np
@@ -9,12 +11,12 @@ import torch
 
 from accessibility import cramming as cr
 from accessibility.checks import InputError
-from accessibility.models import load_model, torch_threads
+from accessibility.models import describe, load_model, torch_threads
 from accessibility.results import RecordLog
-from accessibility.targets import make_targets, random_targets, text_targets
+from accessibility.targets import make_targets, random_targets, text_targets, word_targets
 
-#: Small search: a handful of stages, every stop reason reachable, about a second per run.
-SMALL = cr.CramConfig.quick(n_max=8, max_steps=50, patience=15)
+#: Small search: a handful of probes, every way to end reachable, about a second per run.
+SMALL = cr.CramConfig.quick(n_max=12, max_steps=50, patience=15)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -29,8 +31,13 @@ def toy():
     return load_model("toy")
 
 
+@pytest.fixture(scope="module")
+def toy64():
+    return load_model("toy", dtype=torch.float64)
+
+
 def _outcome(results):
-    return [(r.index, r.capacity, r.capacity_teacher, r.steps, r.steps_run, r.stop) for r in results]
+    return [(r.index, r.capacity, r.capacity_teacher, r.steps, r.stop, r.probes) for r in results]
 
 
 def test_adamw_step_matches_torch_per_row():
@@ -58,17 +65,135 @@ def test_adamw_step_matches_torch_per_row():
         torch.testing.assert_close(p[i], refs[i].detach(), rtol=1e-12, atol=1e-14)
 
 
-def test_batched_equals_one_at_a_time(toy):
-    """Per-row state, per-row steps and length buckets make a batch bit-identical to separate runs."""
-    cfg = replace(SMALL, n_start=6, growth=2.0, n_max=24)   # stages 6, 12, 24: two length buckets
-    targets = random_targets(toy.info.real_token_ids, 4, cfg.n_max, seed=4)
-    batched = cr.cram(toy, targets, 3, cfg, seed=4, batch_size=3)     # continuous batching: slots refill
-    single = [cr.cram(toy, targets[i:i + 1], 3, cfg, seed=4, indices=[i], batch_size=1)[0] for i in range(4)]
+# --- the search finds what a fixed-length run defines -----------------------------------------
+
+
+class _Oracle:
+    """A stub of :func:`cramming.teacher_forced`: target i (its first token names it) is solved at
+    length L after ``cost`` steps exactly when L <= capacity[i]; longer probes stall at capacity[i]
+    correct tokens (so they fail by patience). Success is monotone in L, as bisection assumes."""
+
+    def __init__(self, capacity, cost=3):
+        self.capacity, self.cost, self.calls = capacity, cost, {}
+
+    def __call__(self, lm, mem, targets, lengths, prefix, given, dtype="float32", pad_to=None,
+                 position="before"):
+        loss = (mem ** 2).sum((1, 2))                          # any differentiable function of [mem]
+        plen, correct = torch.zeros_like(lengths), torch.zeros_like(lengths)
+        for j, (t, L) in enumerate(zip(targets[:, 0].tolist(), lengths.tolist())):
+            key = (t, L)
+            self.calls[key] = self.calls.get(key, 0) + 1
+            cap = self.capacity[t]
+            solved = L <= cap and self.calls[key] > self.cost
+            plen[j] = L if solved else min(L - 1, cap)
+            correct[j] = plen[j] - given
+        return loss, correct, plen
+
+
+def _stub(capacities, n_max):
+    """Targets whose first token is their index (the oracle's key) and a toy-sized fake model."""
+    toy = load_model("toy", vocab_size=max(len(capacities), 2))
+    targets = torch.zeros(len(capacities), n_max, dtype=torch.long)
+    targets[:, 0] = torch.arange(len(capacities))
+    return toy, targets
+
+
+def test_bisection_finds_the_known_capacity_of_a_monotone_oracle(monkeypatch):
+    """Growth then bisection lands exactly on each target's capacity, wherever it lies: no pile-up
+    on the growth lengths (the old growth-only search reported 4, 6, 9, 14, 21, ... only)."""
+    caps = list(range(2, 60, 3)) + [60, 7, 13, 41]                  # spread over the whole range
+    cfg = cr.CramConfig.quick(n_start=4, growth=1.5, n_max=60, patience=5, max_steps=40)
+    toy, targets = _stub(caps, cfg.n_max)
+    monkeypatch.setattr(cr, "teacher_forced", _Oracle(dict(enumerate(caps))))
+    monkeypatch.setattr(cr, "certify", lambda lm, mem, target, capacity, *a, **k: {"matched": capacity - 1})
+    results = cr.cram(toy, targets, 1, cfg, batch_size=5)
+    assert [r.capacity for r in results] == caps
+    growth = {4, 6, 9, 14, 21, 32, 48, 60}
+    assert sum(c in growth for c in caps) < len(caps) // 2            # most capacities off the stage grid
+    for r, c in zip(results, caps):
+        assert r.stop == ("full" if c == cfg.n_max else "patience")
+        lengths = [p[0] for p in r.probes]
+        assert len(lengths) <= 8 + int(np.ceil(np.log2(max(c, 2))))  # growth, then log2 of the bracket
+        assert all(p[1] == (p[0] <= c) for p in r.probes)             # each probe ends as the oracle says
+
+
+def test_bisection_without_growth_and_the_fixed_run(monkeypatch):
+    cfg = cr.CramConfig.quick(n_start=16, growth=1.0, n_max=16, patience=4, max_steps=30)
+    toy, targets = _stub([5, 16, 11], 16)
+    monkeypatch.setattr(cr, "teacher_forced", _Oracle({0: 5, 1: 16, 2: 11}))
+    monkeypatch.setattr(cr, "certify", lambda lm, mem, target, capacity, *a, **k: {"matched": capacity - 1})
+    assert [r.capacity for r in cr.cram(toy, targets, 1, cfg)] == [5, 16, 11]   # bisect (1, 16)
+    fixed = cr.cram(toy, targets, 1, cfg.fixed(11))
+    assert [r.capacity >= 11 for r in fixed] == [False, True, True]
+    assert all(len(r.probes) == 1 for r in fixed)
+
+
+def test_probe_ends_on_budget_when_still_improving(monkeypatch):
+    """A probe that keeps finding better accuracy until max_steps ends on 'budget', and the target's
+    stop says so (its capacity is then a lower bound)."""
+
+    def creeping(lm, mem, targets, lengths, prefix, given, dtype="float32", pad_to=None, position="before"):
+        creeping.t += 1
+        correct = torch.full_like(lengths, creeping.t)                # a new best every step
+        return (mem ** 2).sum((1, 2)), correct, torch.where(lengths <= 3, lengths, 2 + 0 * lengths)
+
+    creeping.t = 0
+    toy, targets = _stub([3], 12)
+    monkeypatch.setattr(cr, "teacher_forced", creeping)
+    monkeypatch.setattr(cr, "certify", lambda lm, mem, target, capacity, *a, **k: {"matched": capacity - 1})
+    (r,) = cr.cram(toy, targets, 1, cr.CramConfig.quick(n_start=3, n_max=12, max_steps=7, patience=5))
+    assert r.capacity == 3 and r.stop == "budget" and r.probes[-1][3] == "budget"
+
+
+# --- batching, certification, layout -----------------------------------------------------------
+
+
+def _pass(lm, mem0, targets, lengths, rows, pad):
+    """Loss, gradient, correct count and prefix of ``rows`` in one teacher-forced pass padded to ``pad``."""
+    mem = mem0[rows].clone().requires_grad_(True)
+    loss, correct, plen = cr.teacher_forced(lm, mem, targets[rows], lengths[rows], None, 1, pad_to=pad)
+    loss.sum().backward()
+    return loss.detach(), mem.grad, correct, plen
+
+
+def test_one_padded_pass_gives_each_row_its_own_loss_and_gradient(toy, toy64):
+    """Rows of different lengths in one pass get the loss and gradient of their one-row pass: equal
+    up to rounding in float32, to 1e-12 in float64 (the equivalence the batched engine keeps)."""
+    for lm, tol in ((toy, 1e-5), (toy64, 1e-12)):
+        targets = random_targets(lm.info.real_token_ids, 5, 48, seed=1)
+        lengths = torch.tensor([5, 17, 40, 9, 33])
+        mem0 = torch.randn(5, 2, lm.info.d_model, generator=torch.Generator().manual_seed(0),
+                           dtype=lm.info.dtype)
+        loss, grad, correct, plen = _pass(lm, mem0, targets, lengths, torch.arange(5), 48)
+        for i in range(5):
+            pad = int(cr.padded_length(lengths[i]))
+            l1, g1, c1, p1 = _pass(lm, mem0, targets, lengths, torch.tensor([i]), pad)
+            torch.testing.assert_close(l1[0], loss[i], rtol=tol, atol=tol)
+            torch.testing.assert_close(g1[0], grad[i], rtol=tol, atol=tol)
+            assert (c1[0], p1[0]) == (correct[i], plen[i])
+
+
+def test_teacher_forced_logits_are_the_models_own(toy):
+    """Only valid positions reach the unembedding; their logits equal the model's full forward."""
+    targets = random_targets(toy.info.real_token_ids, 2, 9, seed=4)
+    mem = torch.randn(2, 1, toy.info.d_model)
+    x = cr.build_inputs(toy, mem, targets[:, :8], 3)
+    hidden = toy.model.base_model(inputs_embeds=x).last_hidden_state
+    torch.testing.assert_close(cr._head(toy, hidden), toy.model(inputs_embeds=x).logits)
+
+
+def test_batched_equals_one_at_a_time_in_float64(toy64):
+    """In float64, rounding differences between a batch and single runs stay far below what moves an
+    argmax over a few hundred steps: every probe, capacity and [mem] agrees."""
+    cfg = replace(SMALL, n_start=6, growth=2.0, n_max=24)   # probes of 6, 12, 24 and bisection
+    targets = random_targets(toy64.info.real_token_ids, 4, cfg.n_max, seed=4)
+    batched = cr.cram(toy64, targets, 3, cfg, seed=4, batch_size=3)     # continuous batching: slots refill
+    single = [cr.cram(toy64, targets[i:i + 1], 3, cfg, seed=4, indices=[i], batch_size=1)[0]
+              for i in range(4)]
     assert _outcome(batched) == _outcome(single)
-    assert len({r.stop for r in batched}) >= 2, "the check should cover several stop reasons"
-    assert max(r.capacity for r in batched) >= 12 > min(r.capacity for r in batched), "several buckets"
+    assert len({len(r.probes) for r in batched}) >= 2, "the check should cover several search paths"
     for a, b in zip(batched, single):
-        assert np.array_equal(a.mem, b.mem)
+        np.testing.assert_allclose(a.mem, b.mem, rtol=0, atol=1e-9)
 
 
 def test_weights_frozen_bit_identical(toy):
@@ -79,12 +204,12 @@ def test_weights_frozen_bit_identical(toy):
     assert all(p.grad is None and not p.requires_grad for p in toy.model.parameters())
 
 
-def _greedy(lm, mem, first, n_new):
+def _greedy(lm, mem, lead, n_new, prefix=None, position="before"):
     """Reference greedy decoding without a KV cache: one full forward per token."""
-    seq = [first]
-    emb = lm.model.get_input_embeddings()
+    seq = list(lead)
     for _ in range(n_new):
-        x = torch.cat([torch.as_tensor(mem, dtype=torch.float32)[None], emb(torch.tensor([seq]))], 1)
+        ids = torch.tensor([seq], dtype=torch.long)
+        x = cr.build_inputs(lm, torch.as_tensor(mem, dtype=torch.float32)[None], ids, prefix, position)
         seq.append(int(lm.model(inputs_embeds=x).logits[0, -1].argmax()))
     return seq
 
@@ -94,19 +219,58 @@ def test_successes_reproduce_under_greedy_decoding(toy):
     results = cr.cram(toy, targets, 2, SMALL, seed=1, batch_size=4)
     for r, t in zip(results, targets):
         assert r.certificate["ok"] and r.capacity == r.capacity_teacher >= 3
-        assert _greedy(toy, r.mem, int(t[0]), r.capacity - 1) == t[:r.capacity].tolist()
-        # the snapshot is the prompt of the first step with this prefix: one more pass agrees
-        _, _, plen = cr.teacher_forced(toy, torch.as_tensor(r.mem)[None], t[None], torch.tensor([r.n_max]),
-                                       None, 1)
-        assert int(plen) >= r.capacity
+        assert _greedy(toy, r.mem, [int(t[0])], r.capacity - 1) == t[:r.capacity].tolist()
 
 
-def test_first_token_predicted_with_prefix_token(toy):
-    cfg = replace(SMALL, first_token_given=False, prefix=3, n_start=2)
+@pytest.mark.parametrize("position", cr.PREFIX_POSITIONS)
+def test_first_token_predicted_with_prefix_token(toy, position):
+    cfg = replace(SMALL, first_token_given=False, prefix=3, n_start=2, prefix_position=position)
     targets = random_targets(toy.info.real_token_ids, 2, cfg.n_max, seed=2)
     for r, t in zip(cr.cram(toy, targets, 2, cfg, seed=2), targets):
         assert r.certificate["ok"] and r.capacity >= 1
         assert r.certificate["generated"] == t[:r.capacity].tolist()
+        assert _greedy(toy, r.mem, [], r.capacity, prefix=3, position=position) == t[:r.capacity].tolist()
+
+
+def test_prefix_layouts():
+    toy = load_model("toy")
+    mem = torch.zeros(1, 2, toy.info.d_model)
+    tokens = torch.tensor([[5, 6]])
+    before, after = (cr.build_inputs(toy, mem, tokens, 3, p) for p in cr.PREFIX_POSITIONS)
+    bos = toy.embed(torch.tensor([3]))[0]
+    assert torch.equal(before[0, 0], bos) and torch.equal(after[0, 2], bos) and not after[0, :2].any()
+
+
+def _tokenizer(bos: str | None):
+    """A word-level fast tokenizer that puts ``bos`` in front of every text (as Llama-3 and Gemma-3
+    tokenizers do), or nothing (as Pythia, Qwen2.5 and SmolLM2 tokenizers)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {"<bos>": 0, "<|begin_of_text|>": 1, "<|endoftext|>": 2, "a": 3, "b": 4}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="a"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    if bos is not None:
+        tok.post_processor = processors.TemplateProcessing(single=f"{bos} $A",
+                                                           special_tokens=[(bos, vocab[bos])])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=bos)
+
+
+@pytest.mark.parametrize(("bos", "documented", "expected"), [
+    ("<|begin_of_text|>", None, 1),      # Llama-3: its BOS, before [mem]
+    ("<bos>", None, 0),                  # Gemma-3
+    (None, 2, 2),                        # SmolLM2: no BOS, the documented <|endoftext|>
+    (None, None, None),                  # Pythia, Qwen2.5: nothing
+])
+def test_auto_prefix_is_the_tokenizers_bos_else_the_documented_token(bos, documented, expected):
+    toy = load_model("toy", vocab_size=5)
+    info = describe(toy.model, _tokenizer(bos), "stub", "config", prefix_token_id=documented)
+    lm = replace(toy, info=info)
+    assert cr.prefix_token(lm, cr.CramConfig.quick()) == expected
+    assert cr.prefix_token(lm, cr.CramConfig.quick(prefix="none")) is None
+    if expected is not None:
+        x = cr.build_inputs(lm, torch.zeros(1, 1, lm.info.d_model), torch.tensor([[3]]), expected)
+        assert torch.equal(x[0, 0], lm.embed(torch.tensor([expected]))[0])     # BOS before [mem]
 
 
 def test_teacher_forced_prefix_is_leading_run(toy):
@@ -123,6 +287,37 @@ def test_teacher_forced_prefix_is_leading_run(toy):
     assert torch.isfinite(loss).all()
 
 
+def test_autocast_dtype_resolution():
+    assert cr.resolve_autocast("float32", "cpu") == "float32"
+    assert cr.resolve_autocast("auto", "cpu") == "float32"
+    if not cr.cpu_has_native_bf16():
+        with pytest.raises(InputError, match="autocast_dtype bfloat16"):
+            cr.resolve_autocast("bfloat16", "cpu")
+
+
+# --- protocols, sweeps, shards ------------------------------------------------------------------
+
+
+def test_adaptive_scan_follows_the_published_rule():
+    seen = []
+
+    def point(n):
+        seen.append(n)
+        return 1.0 if n < 235 else 0.0
+
+    acc = cr.adaptive_scan(point)
+    assert seen == [10, 110, 210, 310, 220, 230, 240]
+    assert acc[240] == 0.0 and acc[230] == 1.0
+
+
+def test_published_points_are_fixed_length_runs(toy):
+    targets = random_targets(toy.info.real_token_ids, 3, 12, seed=6)
+    points = cr.published_points(toy, targets, 1, SMALL, grid=[3, 12], seed=6, batch_size=3)
+    direct = [np.mean([r.capacity >= n for r in cr.cram(toy, targets[:, :n], 1, SMALL.fixed(n), seed=6)])
+              for n in (3, 12)]
+    assert list(points.values()) == direct and points[3] >= points[12]
+
+
 class _Interrupt(Exception):
     pass
 
@@ -135,23 +330,46 @@ class _DyingLog(RecordLog):
         self.after = after
 
     def append(self, record):
-        super().append(record)
+        stored = super().append(record)
         self.after -= 1
         if self.after == 0:
             raise _Interrupt
+        return stored
 
 
-def test_sweep_resumes_without_loss_or_duplicates(toy, tmp_path):
+def _caps(records):
+    return sorted((r["key"], r["capacity"]) for r in records)
+
+
+@pytest.mark.parametrize("protocol", cr.PROTOCOLS)
+def test_sweep_resumes_without_loss_or_duplicates(toy64, tmp_path, protocol):
     cfg = replace(SMALL, max_steps=20)
-    reference = cr.sweep(toy, "random", [1, 2], 3, cfg, seed=5, log=RecordLog(tmp_path / "ref.jsonl"))
+    grid = [4, 8] if protocol == "published" else None
+    kw = dict(protocol=protocol, grid=grid, seed=5)
+    reference = cr.sweep(toy64, "random-tokens", [1, 2], 3, cfg, log=RecordLog(tmp_path / "ref.jsonl"), **kw)
     path = tmp_path / "runs.jsonl"
     with pytest.raises(_Interrupt):
-        cr.sweep(toy, "random", [1, 2], 3, cfg, seed=5, log=_DyingLog(path, after=4))
+        cr.sweep(toy64, "random-tokens", [1, 2], 3, cfg, log=_DyingLog(path, after=4), **kw)
     assert len(RecordLog(path).records()) == 4
-    resumed = cr.sweep(toy, "random", [1, 2], 3, cfg, seed=5, log=RecordLog(path), batch_size=2)
+    resumed = cr.sweep(toy64, "random-tokens", [1, 2], 3, cfg, log=RecordLog(path), batch_size=2, **kw)
     keys = [r["key"] for r in RecordLog(path)]
-    assert len(keys) == len(set(keys)) == 6
-    assert resumed == reference
+    assert len(keys) == len(set(keys)) == (6 if protocol == "search" else 12)
+    assert _caps(resumed) == _caps(reference)
+
+
+def test_shards_split_the_targets_and_merge_to_the_whole(toy64, tmp_path):
+    cfg = replace(SMALL, max_steps=20)
+    whole = cr.sweep(toy64, "random-tokens", [1], 5, cfg, seed=2)
+    parts = [cr.sweep(toy64, "random-tokens", [1], 5, cfg, seed=2, shard=(r, 2),
+                      log=RecordLog(tmp_path / f"r{r}.jsonl")) for r in (0, 1)]
+    assert [r["index"] for r in parts[0]] == [0, 2, 4] and [r["index"] for r in parts[1]] == [1, 3]
+    merged = cr.sweep(toy64, "random-tokens", [1], 5, cfg, seed=2, known=parts[0] + parts[1])
+    assert _caps(merged) == _caps(whole)
+    with pytest.raises(InputError, match="n-grid"):
+        cr.sweep(toy64, "random-tokens", [1], 5, cfg, protocol="published", shard=(0, 2))
+
+
+# --- targets ------------------------------------------------------------------------------------
 
 
 def test_targets_fixed_by_seed_not_order():
@@ -161,10 +379,14 @@ def test_targets_fixed_by_seed_not_order():
     assert not torch.equal(random_targets(range(50, 70), 6, 9, seed=8), all_)
 
 
+def _word_tokenizer(words):
+    vocab = {w: i for i, w in enumerate(words)}
+    return lambda text, add_special_tokens=False: {"input_ids": [vocab[w] for w in text.split()]}
+
+
 def test_text_targets_are_chunks_of_the_text():
     words = "one two three four five six seven eight nine ten eleven twelve".split()
-    vocab = {w: i for i, w in enumerate(words)}
-    tok = lambda text, add_special_tokens=False: {"input_ids": [vocab[w] for w in text.split()]}
+    tok = _word_tokenizer(words)
     t = text_targets(tok, 3, 4, seed=0, text=" ".join(words))
     assert sorted(t[:, 0].tolist()) == [0, 4, 8] and all((row.diff() == 1).all() for row in t)
     assert torch.equal(text_targets(tok, 1, 4, seed=0, start=2, text=" ".join(words)), t[2:])
@@ -172,20 +394,38 @@ def test_text_targets_are_chunks_of_the_text():
         text_targets(tok, 4, 4, text=" ".join(words))
 
 
-def test_text_needs_a_tokenizer(toy):
+def test_random_word_targets_are_uniform_whole_words():
+    words = tuple(f"w{i}" for i in range(50))
+    tok = _word_tokenizer(words)
+    t = word_targets(tok, 40, 30, seed=3, words=words)
+    assert t.shape == (40, 30) and torch.equal(word_targets(tok, 2, 30, seed=3, start=5, words=words), t[5:7])
+    counts = np.bincount(t.flatten().numpy(), minlength=50)
+    assert counts.min() > 0 and counts.max() < 3 * counts.mean()          # all words, none dominating
+    shipped = word_targets(tok, 1, 5, words=words)
+    assert shipped.shape == (1, 5)
+
+
+def test_kinds_and_the_deprecated_alias(toy):
     with pytest.raises(InputError, match="tokenizer"):
         make_targets(toy, "text", 2, 8)
+    with pytest.raises(InputError, match="tokenizer"):
+        make_targets(toy, "random-words", 2, 8)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        old = make_targets(toy, "random", 2, 8, seed=1)
+    assert any(issubclass(w.category, DeprecationWarning) for w in caught)
+    assert torch.equal(old, make_targets(toy, "random-tokens", 2, 8, seed=1))
 
 
 def test_presets_and_validation():
     paper = cr.CramConfig.paper()
     published = (1e-2, (0.9, 0.9), 0.01, 3000, 500)
     assert (paper.lr, paper.betas, paper.weight_decay, paper.max_steps, paper.patience) == published
-    assert paper.first_token_given and paper.dtype == "float32"
+    assert paper.n_max >= 1024 and paper.first_token_given and paper.bisect
     assert cr.CramConfig.quick().lr == 0.1 and cr.CramConfig.quick().max_steps <= 300
-    for bad in (dict(lr=0), dict(dtype="float16"), dict(n_start=1), dict(n_max=4, n_start=8),
-                dict(prefix="bos")):
+    fixed = paper.fixed(40)
+    assert (fixed.n_start, fixed.n_max, fixed.bisect, fixed.lr) == (40, 40, False, paper.lr)
+    for bad in (dict(lr=0), dict(autocast_dtype="float16"), dict(n_start=1), dict(n_max=4, n_start=8),
+                dict(prefix="bos"), dict(prefix_position="middle")):
         with pytest.raises(InputError):
             cr.CramConfig(**bad)
-
-

@@ -27,6 +27,19 @@ def test_format_table_reads_as_a_table():
     assert "ratio_\u200bpg19" in html  # long labels may wrap after "_"
 
 
+def test_format_table_lets_prose_wrap_and_keeps_numbers_on_one_line():
+    import re
+
+    df = pd.DataFrame({"why": ["a reason of many more words than fit", "short"], "n": [1.5, 2.0]})
+    html = plots.format_table(df).to_html()
+    # no table-wide td rule decides white-space: it would outrank the per-cell rules below it
+    assert not re.search(r"td\s*\{[^}]*white-space", html)
+    rules = re.findall(r"([^{}]+)\{([^}]*)\}", html.split("</style>")[0])
+    wrap = {cell: props for selectors, props in rules
+            for cell in ("row0_col0", "row0_col1") if cell in selectors}
+    assert "white-space: normal" in wrap["row0_col0"] and "white-space: nowrap" in wrap["row0_col1"]
+
+
 def test_format_table_keeps_an_unnamed_index_and_takes_series():
     html = plots.format_table(pd.Series({"d_model": 576, "BOS": None}, dtype=object, name="toy")).to_html()
     assert "d_model" in html and "—" in html and "None" not in html and "dtype" not in html
@@ -83,6 +96,17 @@ def test_glue_without_myst_nb_displays_only_when_asked(monkeypatch):
     plots.glue("x", 1.5, display=False)
     plots.glue("y", 2.5)
     assert shown == [2.5]
+
+
+def test_glue_passes_numpy_scalars_as_python_numbers(monkeypatch):
+    import myst_nb
+
+    glued = []
+    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display=True: glued.append(value))
+    plots.glue("x", np.float64(7.703125), display=False)
+    plots.glue("n", np.int64(3), display=False)
+    plots.glue("s", "text", display=False)
+    assert glued == [7.703125, 3, "text"] and [type(v) for v in glued] == [float, int, str]
 
 
 def test_linear_law_legend_writes_a_negative_intercept_with_a_minus():

@@ -80,6 +80,9 @@ def test_shipped_runs_load_by_name_and_their_commands_rebuild_their_config():
     assert {"geometry-smollm2-135m", "copy-rope", "cram-smollm2-135m-random-tokens"} <= set(names)
     for name in names:
         run = load_run(name)
+        if "superseded" in run.config:      # a record of an earlier version's result, said so
+            assert "does not reproduce" in run.config["superseded"]
+            continue
         argv = shlex.split(run.command)[1:]
         assert argv[0] == run.config["kind"] and f"accessibility/data/runs/{name}" in argv
         module = importlib.import_module(f"accessibility.cli.{argv[0]}")

@@ -125,12 +125,24 @@ def needs_radius(spec: dict) -> None:
 
 
 def load_model(args):
-    """The model of --model/--dtype/--device/--allow-download."""
+    """The model of --model/--dtype/--device/--allow-download; with ``--device cuda`` and several
+    processes (``torchrun``), each takes the GPU of its ``LOCAL_RANK``."""
+    import os
+
     import torch
 
     from accessibility.models import load_model as load
 
-    return load(args.model, dtype=getattr(torch, args.dtype), device=args.device,
+    from accessibility.checks import InputError
+    from accessibility.models import cpu_has_native_bf16
+
+    device = args.device
+    if device == "cuda" and "LOCAL_RANK" in os.environ:
+        device = f"cuda:{int(os.environ['LOCAL_RANK'])}"
+    if args.dtype == "bfloat16" and torch.device(device).type == "cpu" and not cpu_has_native_bf16():
+        raise InputError("--dtype bfloat16 needs a CPU with native bf16 (AVX512-BF16 or AMX); this one "
+                         "emulates it, hundreds of times slower: use float32, or a GPU (--device cuda)")
+    return load(args.model, dtype=getattr(torch, args.dtype), device=device,
                 allow_download=args.allow_download)
 
 

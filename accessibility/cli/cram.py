@@ -24,30 +24,39 @@ from accessibility.cli._common import (
 
 #: Flags that map one-to-one onto CramConfig fields (None: keep the preset's value).
 OVERRIDES = {
-    "max_steps": (int, "optimiser steps per target, all stages together"),
-    "patience": (int, "a stage fails after this many steps without progress"),
+    "max_steps": (int, "optimiser steps per probe (one fixed-length run)"),
+    "patience": (int, "a probe fails after this many steps without a better accuracy"),
     "lr": (float, "AdamW learning rate"),
-    "n_start": (int, "first stage length in tokens"),
-    "growth": (float, "stage length factor after each solved stage (1: fixed length)"),
-    "n_max": (int, "longest target length in tokens"),
+    "n_start": (int, "first probe length in tokens (search)"),
+    "growth": (float, "probe length factor while every probe succeeds (search)"),
+    "n_max": (int, "longest probe length in tokens; a target that solves it is censored there (search)"),
 }
 #: Fields of a cramming record a saved run leaves out unless --keep-mem: the [mem] vectors (m × d
 #: floats each, the bulk of a record).
 BULKY = ("mem",)
+#: The cost model of ``--protocol published`` when each run has the process to itself.
+PUBLISHED_COST = "one fixed-length run at a time (published)"
 
 
 def add_arguments(parser) -> None:
     import inspect
 
-    from accessibility.cramming import DTYPES, CramConfig, sweep
-    from accessibility.targets import KINDS
+    from accessibility.cramming import AUTOCAST_DTYPES, PREFIX_POSITIONS, PROTOCOLS, CramConfig, sweep
+    from accessibility.targets import ALIASES, KINDS
 
     add_model_arguments(parser, default="toy")
     batch = inspect.signature(sweep).parameters["batch_size"].default
     parser.add_argument("--m", type=int, nargs="+", default=[1, 2, 4], help="numbers of [mem] vectors")
     parser.add_argument("--targets", type=int, default=16, help="targets per m (K)")
-    parser.add_argument("--kind", choices=KINDS, default=KINDS[0],
-                        help="uniform random real tokens, or chunks of the shipped public-domain text")
+    parser.add_argument("--kind", choices=KINDS + tuple(ALIASES), default=KINDS[0],
+                        help="random-tokens (uniform real tokens), random-words (uniform English words) or "
+                        "text (chunks of the shipped public-domain text); 'random' is a deprecated alias")
+    parser.add_argument("--protocol", choices=PROTOCOLS, default=PROTOCOLS[0],
+                        help="search: each target's capacity by growth then bisection (default); published: "
+                        "one fixed-length run per target and n, n_50 the logistic midpoint")
+    parser.add_argument("--n-grid", metavar="A:B[:STEP]",
+                        help="the published protocol's lengths n = A, A+STEP, ..., B (default: the authors' "
+                        "adaptive scan, 10..1000 by 100, then by 10)")
     parser.add_argument("--preset", choices=("paper", "quick"), default="quick", help="optimiser preset")
     parser.add_argument("--batch-size", type=int, default=batch,
                         help="targets per forward pass (1: one at a time; default %(default)s)")
@@ -55,10 +64,16 @@ def add_arguments(parser) -> None:
     parser.add_argument("--first-token", choices=("given", "predicted"), default="given",
                         help="t_1 is an input (published protocol) or must be produced by [mem]")
     parser.add_argument("--prefix", default=CramConfig.prefix,
-                        help="token before [mem]: auto (the model's default), none, or a token id")
-    parser.add_argument("--autocast-dtype", choices=DTYPES, default=CramConfig.dtype,
-                        help="autocast dtype of the optimisation (certification runs without; "
-                        "default %(default)s)")
+                        help="token next to [mem]: auto (the tokenizer's BOS, else the model's documented "
+                        "choice, else none), none, or a token id")
+    parser.add_argument("--prefix-position", choices=PREFIX_POSITIONS, default=CramConfig.prefix_position,
+                        help="the prefix token before [mem] (default) or after it (the published BOS layout)")
+    parser.add_argument("--cold-start", action="store_true",
+                        help="start every probe from the target's initial [mem] (default: from the [mem] "
+                        "that solved the longest shorter length)")
+    parser.add_argument("--autocast-dtype", choices=AUTOCAST_DTYPES, default=CramConfig.autocast_dtype,
+                        help="autocast dtype of the optimisation (certification runs without; auto: bfloat16 "
+                        "on a CUDA device that supports it, else float32; default %(default)s)")
     for name, (kind, help_text) in OVERRIDES.items():
         parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=None, help=help_text)
     add_precision_arguments(parser, radius=True)
@@ -66,6 +81,30 @@ def add_arguments(parser) -> None:
     parser.add_argument("--keep-mem", action="store_true",
                         help="keep each found [mem] (m × d floats) in its record (large; off keeps "
                         "runs small)")
+
+
+def parse_grid(text: str) -> list[int]:
+    """``A:B[:STEP]`` -> [A, A+STEP, ..., <= B] (STEP 1 by default); each n >= 2.
+
+    >>> parse_grid("10:40:10"), parse_grid("3:5")
+    ([10, 20, 30, 40], [3, 4, 5])
+    >>> parse_grid("9:3")
+    Traceback (most recent call last):
+    ...
+    accessibility.checks.InputError: --n-grid 9:3 is empty: A:B[:STEP] needs 2 <= A <= B and STEP >= 1
+    """
+    from accessibility.checks import InputError
+
+    try:
+        parts = [int(p) for p in text.split(":")]
+    except ValueError:
+        parts = []
+    if len(parts) not in (2, 3):
+        raise InputError(f"--n-grid must be A:B or A:B:STEP with integers; got {text!r}")
+    a, b, step = (*parts, 1)[:3]
+    if not (2 <= a <= b and step >= 1):
+        raise InputError(f"--n-grid {text} is empty: A:B[:STEP] needs 2 <= A <= B and STEP >= 1")
+    return list(range(a, b + 1, step))
 
 
 def config_from_args(args):
@@ -79,62 +118,118 @@ def config_from_args(args):
         prefix = int(prefix)
     changes = {k: getattr(args, k) for k in OVERRIDES if getattr(args, k) is not None}
     return CramConfig.preset(args.preset, first_token_given=args.first_token == "given", prefix=prefix,
-                             dtype=args.autocast_dtype, **changes)
+                             prefix_position=args.prefix_position, warm_start=not args.cold_start,
+                             autocast_dtype=args.autocast_dtype, **changes)
 
 
 def run_config(args) -> dict:
-    """What determines the records (the run folder's hash): not --m, --targets or --batch-size, so
-    that a later command can add values of m or targets to the same folder."""
-    return {"model": args.model, "dtype": args.dtype, "kind": args.kind, "seed": args.seed,
-            "cram": config_from_args(args)}
+    """What determines the records (the run folder's hash): not --m, --targets, --batch-size or the
+    grid, so that a later command can add values of m, targets or lengths to the same folder."""
+    from accessibility.targets import target_kind
+
+    return {"model": args.model, "dtype": args.dtype, "kind": target_kind(args.kind), "seed": args.seed,
+            "protocol": args.protocol, "cram": config_from_args(args)}
 
 
 def run(args) -> dict:
     from accessibility.checks import at_least
-    from accessibility.cramming import sweep
-    from accessibility.law import summarize
-    from accessibility.results import RECORDS_FILE, RecordLog, config_hash, save_run
+    from accessibility.cramming import shard_from_env, sweep
+    from accessibility.results import RecordLog, config_hash, read_records, records_file, save_run
 
     at_least("--targets", args.targets, 1, integer=True)
     at_least("--m", args.m, 1, integer=True)
     precision = precision_of(args)
     needs_radius(precision)
+    grid = parse_grid(args.n_grid) if args.n_grid else None
     config = run_config(args)
+    kind = config["kind"]
+    shard = shard_from_env()
     folder = start_run(args, "cram", config)
     lm = load_model(args)
     ms = sorted(set(args.m))
-    log = RecordLog(folder / RECORDS_FILE, omit=() if args.keep_mem else BULKY, timed=True)
-    caps = sweep(lm, args.kind, ms, args.targets, config["cram"], seed=args.seed, log=log,
-                 batch_size=args.batch_size, progress=args.progress)
-    mine = [r for r in log.records() if r["kind"] == args.kind and r["m"] in ms and r["index"] < args.targets]
-    law = summarize(mine, d_model=lm.info.d_model, vocab_size=lm.info.vocab_size, seed=args.seed, **precision)
-    seconds = [r.get("seconds") for r in mine]
-    summary = {**law.to_json(), "model": lm.info.name, "kind": args.kind, "capacities": caps,
-               "compute_seconds": None if None in seconds else sum(seconds),
-               "config_hash": config_hash(config)}
-    save_run(folder, {"kind": "cram", "config": config}, summary=summary)
+    log = RecordLog(records_file(folder, *shard), omit=() if args.keep_mem else BULKY, timed=True)
+    # every rank's records so far: this rank's log and the others' (a run split across processes)
+    records = sweep(lm, kind, ms, args.targets, config["cram"], protocol=args.protocol, grid=grid,
+                    seed=args.seed, log=log, known=read_records(folder), batch_size=args.batch_size,
+                    progress=args.progress, shard=shard)
+    summary = summarize_protocol(args.protocol, records, lm.info, ms, args.targets, seed=args.seed, grid=grid,
+                                 batch_size=args.batch_size, **precision)
+    seconds = [r.get("seconds") for r in records]
+    summary.update(model=lm.info.name, kind=kind, protocol=args.protocol,
+                   compute_seconds=None if None in seconds else sum(seconds), config_hash=config_hash(config),
+                   shard={"rank": shard[0], "world": shard[1]})
+    if shard[0] == 0:
+        save_run(folder, {"kind": "cram", "config": config}, summary=summary)
     return {**summary, "folder": str(folder)}
 
 
+def summarize_protocol(protocol: str, records, info, ms, count: int, *, seed: int, grid, batch_size: int,
+                       **precision) -> dict:
+    """The summary of one protocol's records: the search's :class:`~accessibility.law.CramSummary`
+    (with each target's capacity), or the published protocol's accessibility points, logistic
+    n_50 and line; both say how many targets per m are complete (a sweep split across processes is
+    complete once every rank has run)."""
+    from accessibility.bounds import slope_bound
+    from accessibility.cramming import capacities_by_m, points_by_m
+    from accessibility.law import fit_line, logistic_n50, summarize
+
+    complete = {str(m): len({r["index"] for r in records if r["m"] == m}) for m in ms}
+    if protocol == "search":
+        law = summarize(records, d_model=info.d_model, vocab_size=info.vocab_size, seed=seed, **precision)
+        return {**law.to_json(), "capacities": capacities_by_m(records), "targets_done": complete,
+                "targets": count}
+    points = points_by_m(records)
+    n50 = {m: logistic_n50(list(points[m]), list(points[m].values())) for m in ms if m in points}
+    out = {"m": ms, "n50": {str(m): v for m, v in n50.items()},
+           "accessibility": {str(m): {str(n): a for n, a in points[m].items()} for m in points},
+           "targets_done": complete, "targets": count, "grid": grid or "adaptive",
+           "cost_model": PUBLISHED_COST if batch_size == 1 else
+           f"batched ({batch_size} runs per forward pass): not the published cost model",
+           "slope_theory": float(slope_bound(d_model=info.d_model, vocab_size=info.vocab_size, **precision)),
+           "precision": precision["precision"]}
+    finite = [m for m in n50 if n50[m] == n50[m]]
+    for key, intercept in (("", True), ("_origin", False)):
+        line = fit_line(finite, [n50[m] for m in finite], intercept) if len(finite) >= 2 else None
+        out.update({f"slope{key}": line and line.slope, f"intercept{key}": line and line.intercept,
+                    f"r2{key}": line and line.r2, f"n_points{key}": line and line.n_points})
+    out["ratio"] = out["slope_theory"] / out["slope"] if out["slope"] else None
+    return out
+
+
 def text(result: dict) -> str:
-    """n_50 per m with its interval and stops, then the fits, the bound and the run."""
+    """n_50 per m with its interval and stops (search) or the accessibility points (published), then
+    the fits, the bound and the run."""
     ms = [str(m) for m in result["m"]]
-    stops = sorted({s for m in ms for s in result["stops"][m]})
-    rows = [[m, result["n50"][m], *result["n50_ci"][m], result["n_targets"][m],
-             *[result["stops"][m].get(s, 0) for s in stops], result["n_censored"][m],
-             "lower bound" if result["n50_lower_bound"][m] else ""] for m in ms]
-    level = f"{result['confidence']:.0%}"
-    header = ["m", "n50 (tokens)", f"{level} low", f"{level} high", "targets", *stops, "at n_max", ""]
+    head = f"{result['model']}, {result['kind']} targets, protocol {result['protocol']}"
+    if result["protocol"] == "search":
+        stops = sorted({s for m in ms for s in result["stops"][m]})
+        rows = [[m, result["n50"][m], *result["n50_ci"][m], result["n50_logistic"][m], result["n_targets"][m],
+                 *[result["stops"][m].get(s, 0) for s in stops], result["n_censored"][m],
+                 "lower bound" if result["n50_lower_bound"][m] else ""] for m in ms]
+        level = f"{result['confidence']:.0%}"
+        header = ["m", "n50 (tokens)", f"{level} low", f"{level} high", "logistic", "targets", *stops,
+                  "at n_max", ""]
+    else:
+        rows = [[m, result["n50"].get(m), result["targets_done"][m],
+                 " ".join(f"{n}:{a:.2f}" for n, a in result["accessibility"].get(m, {}).items())] for m in ms]
+        header = ["m", "n50 (tokens, logistic)", "targets", "accessibility at n (n:fraction)"]
     fits = [(f"slope{' through 0' if key else ''}",
-             f"{number(result[f'slope{key}'])} [{', '.join(map(number, result[f'slope{key}_ci']))}]",
+             number(result[f"slope{key}"]) + (f" [{', '.join(map(number, result[f'slope{key}_ci']))}]"
+                                               if result.get(f"slope{key}_ci") else ""),
              f"tokens per vector, R² {number(result[f'r2{key}'])} on {result[f'n_points{key}']} values of m"
              + (f", intercept {number(result['intercept'])} tokens" if not key else ""))
             for key in ("", "_origin") if result[f"slope{key}"] is not None]
+    extra = [("cost model", result["cost_model"], "")] if "cost_model" in result else []
+    done = result["targets_done"]
+    if result["shard"]["world"] > 1 or any(done[m] < result["targets"] for m in ms):
+        extra.append(("targets done", " ".join(f"m={m}: {done[m]}/{result['targets']}" for m in ms),
+                      "partial: run the same command again (one process) to finish or merge the ranks"))
     return "\n".join([
-        f"{result['model']}, {result['kind']} targets", table(header, rows), "",
+        head, table(header, rows), "",
         aligned([*fits,
                  ("Corollary 4.6 slope C", result["slope_theory"],
-                  f"tokens per vector ({result['precision']})"),
+                  f"tokens per vector ({result.get('precision', 'fp16')})"),
                  ("ratio C / slope", result["ratio"], ""),
+                 *extra,
                  ("compute time", result["compute_seconds"], "s"),
                  ("saved in", result["folder"], "")])])
