@@ -19,6 +19,8 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from accessibility.checks import InputError
+
 #: Slope columns of :func:`slopes_table` and their status (see the corollaries chapter's ledger).
 BOUNDS = {"ball": "proven", "box": "proven", "cone": "proven", "ellipsoid": "proven",
           "cone (published)": "heuristic", "cells": "heuristic"}
@@ -69,6 +71,10 @@ def slopes_table(*parts: pd.DataFrame) -> pd.DataFrame:
     8.0
     """
     table = pd.concat(parts)
+    clashes = sorted(set(table.index[table.index.duplicated()]))
+    if clashes:
+        raise InputError(f"each row needs its own name; given twice: {', '.join(clashes)} (name a measured "
+                         "row after what was measured, e.g. 'Gemma-3-270m, trained')")
     proven = [k for k, status in BOUNDS.items() if status == "proven"]
     table["best proven"] = table[proven].min(axis=1)
     for kind in MEASURED:

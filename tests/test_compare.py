@@ -74,3 +74,9 @@ def test_overview_figure_draws_every_kind_of_slope_without_warnings():
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert {"random tokens (measured)", "ball (proven)", "cells (heuristic)"} <= set(labels)
     plt.close(fig)
+
+
+def test_a_measured_row_named_like_a_paper_row_is_refused():
+    with pytest.raises(InputError, match="Gemma-3-270m"):
+        compare.slopes_table(compare.published_rows(),
+                             compare.measured_row("Gemma-3-270m", geometry={"slope_ball": 400.0}))
