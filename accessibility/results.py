@@ -358,6 +358,16 @@ def shipped_runs() -> tuple[str, ...]:
     return tuple(sorted(p.name for p in root.iterdir() if p.joinpath(CONFIG_FILE).is_file()))
 
 
+def shipped_summary(name: str) -> dict | None:
+    """The summary of the shipped run ``name``, or None where this version of the package does not ship
+    it (a chapter then says so instead of failing).
+
+    >>> shipped_summary("geometry-smollm2-135m")["model"], shipped_summary("no-such-run")
+    ('smollm2-135m', None)
+    """
+    return load_run(name).summary if name in shipped_runs() else None
+
+
 def load_run(folder_or_name: str | os.PathLike) -> Run:
     """Read a saved run: a folder written by a command's ``--save``, or a shipped run by name.
 
