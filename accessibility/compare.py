@@ -19,7 +19,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from accessibility.checks import InputError
+from accessibility.checks import InputError, one_of
 
 #: Slope columns of :func:`slopes_table` and their status (see the corollaries chapter's ledger).
 BOUNDS = {"ball": "proven", "box": "proven", "cone": "proven", "ellipsoid": "proven",
@@ -96,7 +96,6 @@ def against_published(model: str, summaries: Mapping[str, object]) -> pd.DataFra
     published n_50 at that m (NaN where not published), ``published / ours`` (over the logistic
     midpoints), and how many targets stopped on the step budget (their capacities are lower bounds).
     """
-    from accessibility.checks import one_of
     from accessibility.published import load_table
 
     row = load_table().loc[model]

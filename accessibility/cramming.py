@@ -19,8 +19,9 @@ it, without autocast (fp32 weights by default).
 
 **Batching.** Many targets run in one forward pass, each with its own [mem] rows, AdamW state
 (:func:`adamw_step`, element-wise and per row), probe length and step count; rows are right-padded to
-the longest row (causal attention makes padding invisible to earlier positions) and only the
-positions that predict a target token reach the unembedding. A batch therefore computes, row by row,
+a multiple of :data:`PAD_MULTIPLE` tokens, one forward pass per padded length (causal attention makes
+padding invisible to earlier positions), and only the positions that predict a target token reach
+the unembedding. A batch therefore computes, row by row,
 the same losses and gradients as one-at-a-time runs up to floating-point rounding (the padded length
 changes the order of some reductions); a test checks the per-row gradients and the outcomes. A
 target leaves the batch when its search ends and a waiting target takes its slot.
@@ -382,7 +383,9 @@ class _Slots:
         self.start_probe(s, config.n_start, warm=False)
 
     def start_probe(self, s: int, length: int, warm: bool):
-        """A fresh fixed-length run of ``length`` tokens: new AdamW state, step 0."""
+        """A fresh fixed-length run of ``length`` tokens: new AdamW state, step 0, from the [mem] that
+        solved the longest length so far (``warm``; the initial [mem] while none is solved) or from
+        the initial [mem]."""
         self.mem[s] = self.lo_mem[s] if warm else self.init_mem[s]
         for t in (self.exp_avg, self.exp_avg_sq):
             t[s] = 0
@@ -491,7 +494,7 @@ def _end_probe(slots: _Slots, s: int, mem, end: str, config: CramConfig) -> bool
     nxt = next_length(slots.lo[s], slots.hi[s], length, config)
     if nxt is None:
         return True
-    slots.start_probe(s, nxt, warm=config.warm_start and any(p[1] for p in slots.probes[s]))
+    slots.start_probe(s, nxt, warm=config.warm_start)
     return False
 
 

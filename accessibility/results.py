@@ -151,10 +151,7 @@ class RecordLog:
 
     def _load(self) -> list[dict]:
         if self._records is None:
-            self._records = []
-            if self.path.exists():
-                with self.path.open() as f:
-                    self._records = [json.loads(line) for line in f if line.endswith("\n")]
+            self._records = _parse_log(self.path) if self.path.exists() else []
             self._keys = {r["key"] for r in self._records}
         return self._records
 
@@ -335,11 +332,15 @@ def read_records(folder) -> list[dict]:
                   and p.name.endswith(".jsonl"))
     found: dict[str, dict] = {}
     for log in logs:
-        for line in log.read_text().splitlines(keepends=True):
-            if line.endswith("\n"):
-                record = json.loads(line)
-                found.setdefault(record["key"], record)
+        for record in _parse_log(log):
+            found.setdefault(record["key"], record)
     return list(found.values())
+
+
+def _parse_log(log) -> list[dict]:
+    """The complete records of one log file (a path or a shipped resource); a torn last line, one
+    without its newline, is not a record."""
+    return [json.loads(line) for line in log.read_text().splitlines(keepends=True) if line.endswith("\n")]
 
 
 def _runs_root() -> Traversable:

@@ -131,10 +131,9 @@ def load_model(args):
 
     import torch
 
-    from accessibility.models import load_model as load
-
     from accessibility.checks import InputError
     from accessibility.models import cpu_has_native_bf16
+    from accessibility.models import load_model as load
 
     device = args.device
     if device == "cuda" and "LOCAL_RANK" in os.environ:

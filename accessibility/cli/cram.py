@@ -228,7 +228,7 @@ def text(result: dict) -> str:
         head, table(header, rows), "",
         aligned([*fits,
                  ("Corollary 4.6 slope C", result["slope_theory"],
-                  f"tokens per vector ({result.get('precision', 'fp16')})"),
+                  f"tokens per vector ({result['precision']})"),
                  ("ratio C / slope", result["ratio"], ""),
                  *extra,
                  ("compute time", result["compute_seconds"], "s"),
