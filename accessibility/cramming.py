@@ -21,10 +21,13 @@ it, without autocast (fp32 weights by default).
 (:func:`adamw_step`, element-wise and per row), probe length and step count; rows are right-padded to
 a multiple of :data:`PAD_MULTIPLE` tokens, one forward pass per padded length (causal attention makes
 padding invisible to earlier positions), and only the positions that predict a target token reach
-the unembedding. A batch therefore computes, row by row,
-the same losses and gradients as one-at-a-time runs up to floating-point rounding (the padded length
-changes the order of some reductions); a test checks the per-row gradients and the outcomes. A
-target leaves the batch when its search ends and a waiting target takes its slot.
+the unembedding. A row's padded length depends on its own length only, never on the batch, and the
+unembedding never multiplies fewer than :data:`MIN_GEMM_ROWS` rows; on a CPU in float32 a batch
+therefore computes, row by row, bitwise the losses and gradients of one-at-a-time runs, and gives
+identical probes, capacities and [mem] (tests check both). Elsewhere (float64 here, GPU kernels,
+which are chosen by shape) they agree up to floating-point rounding, which an optimisation step on a
+near tie can amplify. A target leaves the batch when its search ends and a waiting target takes its
+slot.
 
 :func:`published_points` runs the published per-point protocol (one fixed-length run per target and
 n, optionally on the authors' adaptive grid), and :func:`sweep` runs either protocol over several m
@@ -66,6 +69,11 @@ PROTOCOLS = ("search", "published")
 #: The padded length of a batch is rounded up to a multiple of this many tokens, so that the
 #: forward pass sees few distinct shapes (fewer kernel choices and allocations) at < 16 tokens a row.
 PAD_MULTIPLE = 16
+#: Fewest rows a matrix product of the unembedding gets. CPU BLAS computes products of 1-3 rows with
+#: other kernels than larger ones, and their rounding differs; a target whose pass had so few predicted
+#: positions would then get other logits alone than in a batch. With at least this many rows (zero rows
+#: added), each row's logits are bitwise those of a large product (checked by a test).
+MIN_GEMM_ROWS = 4
 #: Forward passes between updates of the progress bar's pass counter.
 PROGRESS_EVERY = 10
 #: The published adaptive scan over n: coarse steps while accessibility > 0.9, then fine steps
@@ -294,7 +302,11 @@ def teacher_forced(lm, mem, targets, lengths, prefix, given: int, dtype: str = "
     valid = torch.arange(keep, device=gold.device) < (lengths - given)[:, None]
     with torch.autocast(inputs.device.type, dtype=torch.bfloat16, enabled=dtype == "bfloat16"):
         hidden = lm.model.base_model(inputs_embeds=inputs, use_cache=False).last_hidden_state
-        logits = _head(lm, hidden[:, -keep:][valid])          # (valid positions, V)
+        picked = hidden[:, -keep:][valid]                     # (valid positions, d)
+        count = len(picked)
+        if count < MIN_GEMM_ROWS:
+            picked = torch.cat([picked, picked.new_zeros(MIN_GEMM_ROWS - count, picked.shape[1])])
+        logits = _head(lm, picked)[:count]                    # (valid positions, V)
     logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
     rows = valid.nonzero()[:, 0]
     ce = F.cross_entropy(logits, gold[valid], reduction="none")

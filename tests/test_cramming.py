@@ -173,6 +173,20 @@ def test_one_padded_pass_gives_each_row_its_own_loss_and_gradient(toy, toy64):
             assert (c1[0], p1[0]) == (correct[i], plen[i])
 
 
+def test_a_row_gets_bitwise_its_one_row_pass_in_float32(toy):
+    """At the padded length the engine gives it, a row's loss, gradient and counts in a batch are
+    bitwise those of its one-row pass (CPU, float32), also when a row predicts fewer tokens than
+    MIN_GEMM_ROWS (the case where CPU BLAS switches kernels for a one-row pass)."""
+    targets = random_targets(toy.info.real_token_ids, 6, 32, seed=2)
+    lengths = torch.tensor([2, 3, 4, 5, 9, 14])
+    assert int(cr.padded_length(lengths).max()) == cr.PAD_MULTIPLE
+    mem0 = torch.randn(6, 3, toy.info.d_model, generator=torch.Generator().manual_seed(1))
+    batch = _pass(toy, mem0, targets, lengths, torch.arange(6), cr.PAD_MULTIPLE)
+    for i in range(6):
+        alone = _pass(toy, mem0, targets, lengths, torch.tensor([i]), cr.PAD_MULTIPLE)
+        assert all(torch.equal(a[0], b[i]) for a, b in zip(alone, batch)), f"row {i}"
+
+
 def test_teacher_forced_logits_are_the_models_own(toy):
     """Only valid positions reach the unembedding; their logits equal the model's full forward."""
     targets = random_targets(toy.info.real_token_ids, 2, 9, seed=4)
@@ -194,6 +208,17 @@ def test_batched_equals_one_at_a_time_in_float64(toy64):
     assert len({len(r.probes) for r in batched}) >= 2, "the check should cover several search paths"
     for a, b in zip(batched, single):
         np.testing.assert_allclose(a.mem, b.mem, rtol=0, atol=1e-9)
+
+
+def test_batched_equals_one_at_a_time_bitwise_in_float32(toy):
+    """On a CPU in float32 a batch changes nothing: probes, capacities and [mem] are identical to
+    one-at-a-time runs, bit for bit (probes start at 2 tokens, one predicted position)."""
+    cfg = replace(SMALL, n_start=2, growth=2.0, n_max=16)
+    targets = random_targets(toy.info.real_token_ids, 5, cfg.n_max, seed=6)
+    batched = cr.cram(toy, targets, 2, cfg, seed=6, batch_size=3)
+    single = [cr.cram(toy, targets[i:i + 1], 2, cfg, seed=6, indices=[i], batch_size=1)[0] for i in range(5)]
+    assert _outcome(batched) == _outcome(single)
+    assert all(np.array_equal(a.mem, b.mem) for a, b in zip(batched, single))
 
 
 def test_weights_frozen_bit_identical(toy):
