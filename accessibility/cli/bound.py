@@ -105,15 +105,19 @@ def _cone(d, v, numerator, r, r2, min_cos, prec) -> dict:
     consistent = float(bounds.log_cone_bound(d_model=d, r=r, r2=r2, min_cos=min_cos,
                                              precision=prec["precision"], eps=prec["eps"]))
     log_f = bounds.log_cone_fraction(d_model=d, min_cos=min_cos)
+    if not (math.isfinite(consistent) and consistent > 0):
+        raise InputError(f"--min-cos {min_cos!r}: the cone bound gives {consistent:.4g} nats, not a positive "
+                         "count")
+    out = {"min_cos": min_cos, "phi": float(bounds.cone_half_angle(min_cos)), "r2": known_r2,
+           "r2_over_r": r2 / r, "log_cone_fraction": log_f, "slope_cone": consistent / math.log(v)}
     published_num = numerator + log_f
-    for label, value in (("cone bound", consistent), ("published cone convention", published_num)):
-        if not (math.isfinite(value) and value > 0):
-            raise InputError(f"--min-cos {min_cos!r}: the {label} gives {value:.4g} nats, not a positive "
-                             f"count (norm-consistent cone bound: {consistent / math.log(v):.4g} tokens per "
-                             "vector)")
-    return {"min_cos": min_cos, "phi": float(bounds.cone_half_angle(min_cos)), "r2": known_r2,
-            "r2_over_r": r2 / r, "log_cone_fraction": log_f, "slope_cone": consistent / math.log(v),
-            "slope_cone_published": published_num / math.log(v)}
+    if math.isfinite(published_num) and published_num > 0:
+        return out | {"slope_cone_published": published_num / math.log(v)}
+    # the heuristic adds the log of the cone's volume fraction to the ball's count; for narrow cones
+    # that drives the count below one point, where it says nothing
+    return out | {"slope_cone_published": None,
+                  "cone_published_note": f"undefined: it gives {published_num:.4g} "
+                                         "nats, not a positive count (the cone is too narrow for it)"}
 
 
 def run(args) -> dict:
@@ -203,6 +207,7 @@ TEXT_ROWS = (
     ("phi", "cone half-angle φ", "rad"), ("r2", "Euclidean radius r2", ""), ("r2_over_r", "r2 / r", ""),
     ("slope_cone", "slope C, cone bound", "tokens per vector"),
     ("slope_cone_published", "published cone convention (heuristic)", "tokens per vector"),
+    ("cone_published_note", "published cone convention", ""),
     ("m", "m", "vectors"), ("log10_count", "accessible sequences (Theorem 4.5)", "log10"),
     ("n_star_bound", "n* <= C·m", "tokens"), ("n50_bound", "n_50 <= C·m + ln 2/ln|V|", "tokens"),
     ("n_delta", "n past which the fraction < δ", "tokens"),
