@@ -5,9 +5,9 @@ and batched (many targets per forward pass, continuous batching), timed in one r
 
 Prints one JSON object: both wall times, their ratio, how many per-target outcomes (capacity,
 snapshot step, steps run, stop reason) are identical and the largest difference between the found
-[mem] vectors. On a CPU in float32 a batch computes each row's loss and gradient bitwise as a
-one-at-a-time run does (see :mod:`accessibility.cramming`), so every outcome should be identical and
-the [mem] difference 0; in float64 they agree up to rounding.
+[mem] vectors. On one CPU thread in float32 a batch computes each row's loss and gradient bitwise
+as a one-at-a-time run does (see :mod:`accessibility.cramming`), so every outcome should be identical
+and the [mem] difference 0; with more threads, or in float64, they agree up to rounding.
 """
 
 from __future__ import annotations
