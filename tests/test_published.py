@@ -72,7 +72,8 @@ def test_published_slopes_are_the_fits_of_the_published_n50():
     for name, column, slope_col, r2_col in (("Pythia-160m", "n50_pg19", "slope_pg19", "r2_pg19"),
                                             ("Qwen2.5-0.5B", "n50_pg19", "slope_pg19", "r2_pg19"),
                                             ("Gemma-3-270m", "n50_pg19", "slope_pg19", "r2_pg19"),
-                                            ("Pythia-160m", "n50_random", "slope_random", "r2_random")):
+                                            ("Pythia-160m", "n50_random", "slope_random", "r2_random"),
+                                            ("Gemma-3-270m", "n50_random", "slope_random", "r2_random")):
         n50 = np.array(table.loc[name, column])
         m = np.arange(1, len(n50) + 1)
         slope, intercept = np.polyfit(m, n50, 1)
