@@ -16,6 +16,10 @@ def _module(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+FILES = sorted(PACKAGE.rglob("*.py"))
+MODULES = {_module(p) for p in FILES}
+
+
 def _imports(path: Path, top_level_only: bool) -> set[str]:
     """The ``accessibility`` modules ``path`` imports (``from accessibility.x import y`` names
     ``accessibility.x.y`` when that is a module, else ``accessibility.x``)."""
@@ -30,10 +34,6 @@ def _imports(path: Path, top_level_only: bool) -> set[str]:
                 sub = f"{node.module}.{a.name}"
                 found.add(sub if sub in MODULES else node.module)
     return found - {_module(path)}
-
-
-FILES = sorted(PACKAGE.rglob("*.py"))
-MODULES = {_module(p) for p in FILES}
 
 
 def _graph(top_level_only: bool) -> dict[str, set[str]]:
