@@ -319,6 +319,37 @@ def summarize(data, *, d_model: int, vocab_size: int, precision: str | None = No
                        vocab_size=int(vocab_size), confidence=confidence, n_boot=n_boot, seed=seed)
 
 
+def complete_points(records, targets: int) -> list[Mapping]:
+    """The records of the values of m at which every target 0..``targets``-1 is done: what a finished
+    run would summarise at those m, so an unfinished run's complete points can be read before the rest.
+
+    >>> recs = [{"m": 1, "index": 0}, {"m": 1, "index": 1}, {"m": 2, "index": 1}]
+    >>> [(r["m"], r["index"]) for r in complete_points(recs, 2)]
+    [(1, 0), (1, 1)]
+    """
+    at_least("targets", targets, 1, integer=True)
+    done: dict[int, set] = {}
+    for r in records:
+        done.setdefault(int(r["m"]), set()).add(int(r["index"]))
+    full = {m for m, indices in done.items() if set(range(targets)) <= indices}
+    return [r for r in records if int(r["m"]) in full and int(r["index"]) < targets]
+
+
+def run_summary(run, *, targets: int, d_model: int, vocab_size: int) -> CramSummary | None:
+    """A saved cramming run's summary (:func:`accessibility.results.load_run`): its ``summary.json``
+    when finished, else :func:`summarize` over its :func:`complete_points` (None when no m is
+    complete yet). ``targets``, ``d_model`` and ``vocab_size`` serve the unfinished case.
+
+    >>> from accessibility.results import load_run
+    >>> run_summary(load_run("cram-smollm2-135m-random-tokens"), targets=16, d_model=576, vocab_size=49152).ms
+    [1, 2, 3]
+    """
+    if run.summary is not None:
+        return CramSummary.from_json(run.summary)
+    records = complete_points(run.records, targets)
+    return summarize(records, d_model=d_model, vocab_size=vocab_size) if records else None
+
+
 def _as_records(data) -> list[Mapping]:
     if isinstance(data, Mapping):
         return [{"m": m, "index": i, "capacity": c} for m, caps in data.items() for i, c in enumerate(caps)]

@@ -349,14 +349,17 @@ def _runs_root() -> Traversable:
     return data_file(SHIPPED_RUNS)
 
 
-def shipped_runs() -> tuple[str, ...]:
-    """Names of the runs shipped with the package (``load_run(name)`` reads them).
+def shipped_runs(*, unfinished: bool = False) -> tuple[str, ...]:
+    """Names of the finished runs shipped with the package (``load_run(name)`` reads them); with
+    ``unfinished=True``, those shipped part-done instead: their records so far but no summary yet
+    (``load_run(name, unfinished=True)`` reads them; their command resumes them).
 
-    >>> "geometry-smollm2-135m" in shipped_runs()
-    True
+    >>> "geometry-smollm2-135m" in shipped_runs(), "geometry-smollm2-135m" in shipped_runs(unfinished=True)
+    (True, False)
     """
     root = _runs_root()
-    return tuple(sorted(p.name for p in root.iterdir() if p.joinpath(CONFIG_FILE).is_file()))
+    return tuple(sorted(p.name for p in root.iterdir() if p.joinpath(CONFIG_FILE).is_file()
+                        and p.joinpath(SUMMARY_FILE).is_file() != unfinished))
 
 
 def shipped_summary(name: str) -> dict | None:
@@ -369,12 +372,13 @@ def shipped_summary(name: str) -> dict | None:
     return load_run(name).summary if name in shipped_runs() else None
 
 
-def load_run(folder_or_name: str | os.PathLike) -> Run:
+def load_run(folder_or_name: str | os.PathLike, *, unfinished: bool = False) -> Run:
     """Read a saved run: a folder written by a command's ``--save``, or a shipped run by name.
 
-    An existing folder wins; otherwise a bare name is looked up among :func:`shipped_runs`. A run that
-    is missing, or unfinished (no summary yet), is an :class:`~accessibility.checks.InputError` that
-    names it and the command that makes it.
+    An existing folder wins; otherwise a bare name is looked up among the shipped runs. A run that is
+    missing is an :class:`~accessibility.checks.InputError` that names it and the command that makes
+    it; so is an unfinished one (no summary yet) unless ``unfinished=True``, which reads its records so
+    far with ``summary`` None.
 
     >>> run = load_run("geometry-smollm2-135m")
     >>> run.config["kind"], run.records, run.summary["model"]
@@ -384,6 +388,8 @@ def load_run(folder_or_name: str | os.PathLike) -> Run:
     config = json.loads(folder.joinpath(CONFIG_FILE).read_text())
     summary_file = folder.joinpath(SUMMARY_FILE)
     if not summary_file.is_file():
+        if unfinished:
+            return Run(folder, config, read_records(folder), None)
         raise InputError(f"run {folder_or_name!r} is unfinished (no {SUMMARY_FILE}); finish it with "
                          f"`{config['command']}`")
     return Run(folder, config, read_records(folder), json.loads(summary_file.read_text()))

@@ -2,6 +2,7 @@
 midpoint, the joint bootstrap, and the typed summary (stops, censoring, the Corollary 4.6 slope at the
 caller's precision, an exact JSON round trip)."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -108,3 +109,22 @@ def test_joint_bootstrap_resamples_the_same_targets_at_every_m():
     assert ind_high - ind_low > 0.5
     s = law.summarize(caps, d_model=8, vocab_size=16, n_boot=400)
     assert (s.fit.low, s.fit.high) == pytest.approx((3, 3))
+
+
+def test_complete_points_of_an_unfinished_run_match_the_finished_summary():
+    """Dropping one record at m = 2 from the shipped SmolLM2 run leaves m = 1 and 3 complete: their points,
+    summarised alone, are exactly the finished run's points there, and m = 2 is left out."""
+    from accessibility.results import load_run
+
+    run = load_run("cram-smollm2-135m-random-tokens")
+    finished = law.CramSummary.from_json(run.summary)
+    unfinished = [r for r in run.records if r["key"] != "random-tokens/m=2/target=3"]
+    part = law.summarize(law.complete_points(unfinished, 16), d_model=576, vocab_size=49152)
+    assert part.ms == [1, 3] and finished.ms == [1, 2, 3]
+    for m in part.ms:       # the logistic midpoint is a numerical fit: equal to its tolerance
+        ours, theirs = part.points[part.ms.index(m)], finished.points[finished.ms.index(m)]
+        assert ours.n50_logistic == pytest.approx(theirs.n50_logistic, rel=1e-8)
+        assert dataclasses.replace(ours, n50_logistic=None) == dataclasses.replace(theirs, n50_logistic=None)
+    assert law.complete_points(unfinished, 17) == []
+    with pytest.raises(InputError, match="targets"):
+        law.complete_points(unfinished, 0)
