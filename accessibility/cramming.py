@@ -38,9 +38,11 @@ capacities and points into accessibility curves, n_50(m) and the linear law.
 
 from __future__ import annotations
 
+import copy
 import math
 import os
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -77,6 +79,10 @@ PAD_MULTIPLE = 16
 MIN_GEMM_ROWS = 4
 #: Forward passes between updates of the progress bar's pass counter.
 PROGRESS_EVERY = 10
+#: Wall-clock seconds between two saves of the in-flight searches (:func:`cram`'s ``on_checkpoint``):
+#: an interrupted search loses at most this much work; a save of a few [mem]-sized arrays costs
+#: milliseconds.
+CHECKPOINT_SECONDS = 60.0
 #: The published adaptive scan over n: coarse steps while accessibility > 0.9, then fine steps
 #: until it falls below 0.1, n in [10, 1000] (tokens).
 PUBLISHED_SCAN = {"n_min": 10, "n_max": 1000, "coarse": 100, "fine": 10, "high": 0.9, "low": 0.1}
@@ -395,6 +401,35 @@ class _Slots:
         self.lo[s], self.hi[s], self.hi_end[s], self.total[s], self.probes[s] = given, None, None, 0, []
         self.start_probe(s, config.n_start, warm=False)
 
+    #: Per-slot tensors and lists that :meth:`snapshot` saves (the targets and the initial [mem] are
+    #: rebuilt from the target's index by :meth:`fill`).
+    TENSORS = ("mem", "exp_avg", "exp_avg_sq", "lo_mem")
+    COUNTS = ("step", "length", "best", "since")
+    LISTS = ("lo", "hi", "hi_end", "total", "probes")
+
+    def snapshot(self, s: int) -> dict:
+        """The search state of slot ``s`` between two passes: [mem], AdamW moments, the probe's
+        counters and the search so far (numpy arrays and plain values); ``progress`` counts its
+        optimiser steps."""
+        state = {k: getattr(self, k)[s].cpu().numpy().copy() for k in self.TENSORS}
+        state.update({k: int(getattr(self, k)[s]) for k in self.COUNTS})
+        state.update({k: copy.deepcopy(getattr(self, k)[s]) for k in self.LISTS})
+        return {**state, "progress": self.total[s] + int(self.step[s])}
+
+    def restore(self, s: int, state: dict):
+        """Continue slot ``s`` (already :meth:`fill`-ed with its target) from a :meth:`snapshot`."""
+        for k in self.TENSORS:
+            value = torch.as_tensor(state[k])
+            if value.shape != self.mem.shape[1:] or value.dtype != self.mem.dtype:
+                want = f"{tuple(self.mem.shape[1:])} {self.mem.dtype}"
+                raise InputError(f"saved cramming state has {k} of shape {tuple(value.shape)} and dtype "
+                                 f"{value.dtype}; this run needs {want}")
+            getattr(self, k)[s] = value
+        for k in self.COUNTS:
+            getattr(self, k)[s] = int(state[k])
+        for k in self.LISTS:
+            getattr(self, k)[s] = state[k]
+
     def start_probe(self, s: int, length: int, warm: bool):
         """A fresh fixed-length run of ``length`` tokens: new AdamW state, step 0, from the [mem] that
         solved the longest length so far (``warm``; the initial [mem] while none is solved) or from
@@ -413,12 +448,19 @@ def initial_mem(index: int, m: int, d: int, std: float, seed: int) -> torch.Tens
 
 def cram(lm, targets: torch.Tensor, m: int, config: CramConfig, *, seed: int = 0,
          indices: Sequence[int] | None = None, batch_size: int = 16, progress: bool = False,
-         on_result: Callable[[CramResult], None] | None = None) -> list[CramResult]:
+         on_result: Callable[[CramResult], None] | None = None, resume: Mapping[int, dict] | None = None,
+         on_checkpoint: Callable[[dict[int, dict]], None] | None = None,
+         checkpoint_seconds: float | None = None) -> list[CramResult]:
     """Cram each target into m vectors and find its capacity; results in the order of ``targets``.
 
     ``targets`` (K, >= n_max) token ids; ``indices`` (default 0..K-1) name the targets for their
     random initialisation, so a target's result does not depend on the batch it runs in.
     ``on_result`` is called as each target finishes (to write it to a log at once).
+    ``on_checkpoint`` is called, at most every ``checkpoint_seconds`` of wall time (default
+    :data:`CHECKPOINT_SECONDS`) and between two passes, with ``{index: state}`` of the targets in
+    flight; ``resume`` ({index: state}) continues targets from such states, so that an interrupted
+    search loses at most the passes since its last checkpoint, and (on one CPU thread in float32)
+    ends exactly as an uninterrupted one.
     """
     at_least("m", m, 1, integer=True)
     at_least("batch_size", batch_size, 1, integer=True)
@@ -433,14 +475,21 @@ def cram(lm, targets: torch.Tensor, m: int, config: CramConfig, *, seed: int = 0
     state_dtype = torch.promote_types(lm.input_embeddings().dtype, torch.float32)  # never below fp32
     slots = _Slots(min(batch_size, len(targets)), m, d, config.n_max, device, state_dtype)
     pending, results = list(range(len(targets))), [None] * len(targets)
+    resume = resume or {}
+    every = CHECKPOINT_SECONDS if checkpoint_seconds is None else checkpoint_seconds
     bar = tqdm(total=len(targets), desc=f"cram m={m}", disable=not progress, leave=False)
-    passes = 0
+    passes, saved = 0, time.monotonic()
     while pending or any(o is not None for o in slots.owner):
         for s in range(len(slots.owner)):
             if slots.owner[s] is None and pending:
                 k = pending.pop(0)
                 mem0 = initial_mem(indices[k], m, d, std, seed).to(device)
                 slots.fill(s, k, targets[k, :config.n_max].to(device), mem0, config, given)
+                if indices[k] in resume:
+                    slots.restore(s, resume[indices[k]])
+        if on_checkpoint is not None and time.monotonic() - saved >= every:
+            on_checkpoint({indices[o]: slots.snapshot(s) for s, o in enumerate(slots.owner) if o is not None})
+            saved = time.monotonic()
         passes += 1
         if progress and passes % PROGRESS_EVERY == 0:
             bar.set_postfix(passes=passes, longest_probe=int(slots.length.max()))
@@ -614,7 +663,8 @@ def shard_from_env(environ=None) -> tuple[int, int]:
 
 def sweep(lm, kind: str, ms: Sequence[int], count: int, config: CramConfig, *, protocol: str = "search",
           grid: Sequence[int] | None = None, scan: dict | None = None, seed: int = 0, log=None, known=(),
-          batch_size: int = 16, progress: bool = False, shard: tuple[int, int] = (0, 1)) -> list[dict]:
+          batch_size: int = 16, progress: bool = False, shard: tuple[int, int] = (0, 1),
+          inflight=None) -> list[dict]:
     """Run targets 0..count-1 of ``kind`` at each m under ``protocol``; returns the records.
 
     ``search``: one record per (m, target) with its certified capacity (:func:`cram`).
@@ -625,6 +675,9 @@ def sweep(lm, kind: str, ms: Sequence[int], count: int, config: CramConfig, *, p
     ranks) are not recomputed, so a killed sweep resumes without losing or repeating work.
     ``shard=(rank, world)`` keeps the targets with ``index % world == rank`` (no communication
     between ranks: each writes its own log; a later sweep over all logs merges them).
+    ``inflight`` (an :class:`~accessibility.results.Inflight`) keeps the state of the searches in
+    flight, so that a killed sweep also resumes its unfinished targets where they were; it is cleared
+    when the sweep ends.
     """
     from accessibility.targets import make_targets, target_kind
 
@@ -652,8 +705,12 @@ def sweep(lm, kind: str, ms: Sequence[int], count: int, config: CramConfig, *, p
         todo = [i for i in mine if record_key(kind, m, i, n) not in found]
         if todo:
             cfg, tg = (config, targets) if n is None else (config.fixed(n), targets[:, :n])
+            saved = {} if inflight is None else inflight.states(done=found)
+            resume = {i: saved[k] for i in todo if (k := record_key(kind, m, i, n)) in saved}
+            checkpoint = None if inflight is None else (
+                lambda states: inflight.save({record_key(kind, m, i, n): v for i, v in states.items()}))
             cram(lm, tg[todo], m, cfg, seed=seed, indices=todo, batch_size=batch_size, progress=progress,
-                 on_result=keep(m, n))
+                 on_result=keep(m, n), resume=resume, on_checkpoint=checkpoint)
         return [found[k] for i in range(count) if (k := record_key(kind, m, i, n)) in found]
 
     out = []
@@ -673,4 +730,6 @@ def sweep(lm, kind: str, ms: Sequence[int], count: int, config: CramConfig, *, p
             for n in grid:
                 point(int(n))
         out += [r for recs in points.values() for r in recs]
+    if inflight is not None:
+        inflight.clear(done=found)
     return out

@@ -11,10 +11,15 @@ Every command saves a run in one layout (:func:`save_run`, :func:`load_run`): a 
 ``config.json`` (the config, its hash, the exact command that regenerates the folder and the package
 versions), ``records.jsonl`` (the resumable record log, where a command keeps one) and
 ``summary.json``. Runs shipped with the package (:func:`shipped_runs`) load by name.
+
+Work units that take long (a cramming search of an hour) also keep their state while in flight
+(:class:`Inflight`, ``inflight.json`` beside the log): a killed run resumes them where they were,
+not from their start.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import dataclasses
 import hashlib
@@ -149,6 +154,16 @@ class RecordLog:
         self._keys: set[str] = set()
         self._clock = time.perf_counter()
 
+    def pending_seconds(self) -> float:
+        """Wall-clock seconds since the previous append (or since the log was created): the time
+        the next record will carry when timed."""
+        return time.perf_counter() - self._clock
+
+    def carry(self, seconds: float) -> None:
+        """Count ``seconds`` more in the next record's time (work done on it by an earlier, killed
+        process: see :class:`Inflight`)."""
+        self._clock -= seconds
+
     def _load(self) -> list[dict]:
         if self._records is None:
             self._records = _parse_log(self.path) if self.path.exists() else []
@@ -233,6 +248,8 @@ def run_folder(out: str | os.PathLike, kind: str, config, command: str | None = 
 #: The files of a saved run: the config with its command and versions, the record log (resumable;
 #: absent when a command has no records) and the summary.
 CONFIG_FILE, RECORDS_FILE, SUMMARY_FILE = "config.json", "records.jsonl", "summary.json"
+#: The state of a process's unfinished work units (:class:`Inflight`), one file per process as the logs.
+INFLIGHT_FILE = "inflight.json"
 #: Where runs shipped with the package live (under ``accessibility/data``), one folder per run name.
 SHIPPED_RUNS = "runs"
 #: Default parent of a command's run folders: ``results/<command>/<config hash>``.
@@ -311,15 +328,18 @@ def save_run(folder: str | os.PathLike, config: Mapping, records=(), summary=Non
     return folder
 
 
-def records_file(folder: str | os.PathLike, rank: int = 0, world: int = 1) -> Path:
+def records_file(folder: str | os.PathLike, rank: int = 0, world: int = 1, name: str = RECORDS_FILE) -> Path:
     """The record log of one process of a run: ``records.jsonl``, or ``records-rank<r>.jsonl`` for
-    rank r of a run split over ``world`` > 1 processes (each writes its own; readers merge them).
+    rank r of a run split over ``world`` > 1 processes (each writes its own; readers merge them);
+    ``name`` another per-process file (:data:`INFLIGHT_FILE`).
 
     >>> records_file("run").name, records_file("run", 1, 2).name
     ('records.jsonl', 'records-rank1.jsonl')
+    >>> records_file("run", 1, 2, INFLIGHT_FILE).name
+    'inflight-rank1.json'
     """
-    name = RECORDS_FILE if world == 1 else RECORDS_FILE.replace(".jsonl", f"-rank{rank}.jsonl")
-    return Path(folder) / name
+    stem, dot, ext = name.partition(".")
+    return Path(folder) / (name if world == 1 else f"{stem}-rank{rank}{dot}{ext}")
 
 
 def read_records(folder) -> list[dict]:
@@ -341,6 +361,74 @@ def _parse_log(log) -> list[dict]:
     """The complete records of one log file (a path or a shipped resource); a torn last line, one
     without its newline, is not a record."""
     return [json.loads(line) for line in log.read_text().splitlines(keepends=True) if line.endswith("\n")]
+
+
+class Inflight:
+    """The state of one process's unfinished work units, so that a killed run resumes each where it
+    was instead of from its start.
+
+    :meth:`save` rewrites the process's file (``inflight.json``, or ``inflight-rank<r>.json`` for
+    rank r, as :func:`records_file` names logs) atomically with ``{key: state}``. A state is a mapping
+    of JSON values and numpy arrays (stored exactly, as the base64 of their bytes) with an integer
+    ``progress`` that grows as the unit advances. :meth:`states` reads the files of every process of
+    the run folder and keeps, per key, the state with the largest ``progress`` (a unit taken over by
+    another rank leaves its old file behind), less the keys given as done. With a timed ``log``, the
+    file also holds the seconds since the log's last append, and a new Inflight carries its own file's
+    seconds into the log (:meth:`RecordLog.carry`), so time spent before a kill stays in the records.
+    :meth:`clear` removes the file once the process has no unit in flight, and the other processes'
+    files whose every unit is done.
+
+    >>> import tempfile
+    >>> box = Inflight(tempfile.mkdtemp(), rank=1, world=2)
+    >>> box.save({"a": {"progress": 3, "x": np.arange(3, dtype=np.float32)}, "b": {"progress": 1}})
+    >>> state = box.states(done={"b"})
+    >>> box.path.name, list(state), state["a"]["x"].dtype, state["a"]["x"].tolist()
+    ('inflight-rank1.json', ['a'], dtype('float32'), [0.0, 1.0, 2.0])
+    >>> box.clear(); box.states()
+    {}
+    """
+
+    def _files(self) -> list[Path]:
+        stem = INFLIGHT_FILE.split(".")[0]
+        return sorted(self.folder.glob(f"{stem}*.json")) if self.folder.is_dir() else []
+
+    def __init__(self, folder: str | os.PathLike, rank: int = 0, world: int = 1,
+                 log: RecordLog | None = None):
+        self.folder = Path(folder)
+        self.path = records_file(folder, rank, world, INFLIGHT_FILE)
+        self.log = log if log is not None and log.timed else None
+        if self.log is not None and self.path.is_file():
+            self.log.carry(read_json(self.path).get("seconds") or 0.0)
+
+    def save(self, states: Mapping[str, Mapping]) -> None:
+        seconds = self.log.pending_seconds() if self.log is not None else None
+        write_json(self.path, {"seconds": seconds, "states": {k: _pack(v) for k, v in states.items()}})
+
+    def states(self, done=()) -> dict[str, dict]:
+        found: dict[str, dict] = {}
+        for path in self._files():
+            for key, state in read_json(path)["states"].items():
+                if key not in done and state["progress"] > found.get(key, {"progress": -1})["progress"]:
+                    found[key] = state
+        return {key: _unpack(state) for key, state in found.items()}
+
+    def clear(self, done=()) -> None:
+        self.path.unlink(missing_ok=True)
+        for path in self._files():
+            if set(read_json(path)["states"]) <= set(done):
+                path.unlink(missing_ok=True)
+
+
+def _pack(state: Mapping) -> dict:
+    """Numpy arrays of ``state`` as ``{"dtype", "shape", "base64"}`` (exact), other values as they are."""
+    return {k: {"dtype": v.dtype.str, "shape": list(v.shape),
+                "base64": base64.b64encode(v.tobytes()).decode()} if isinstance(v, np.ndarray) else v
+            for k, v in state.items()}
+
+
+def _unpack(state: Mapping) -> dict:
+    return {k: np.frombuffer(base64.b64decode(v["base64"]), dtype=v["dtype"]).reshape(v["shape"]).copy()
+            if isinstance(v, dict) and "base64" in v else v for k, v in state.items()}
 
 
 def _runs_root() -> Traversable:

@@ -2,6 +2,7 @@
 time, exact per-row AdamW, frozen weights, certified successes, the published protocol, resumable and
 sharded sweeps, target kinds and the prefix token (toy model and stub models, seconds)."""
 
+import json
 import warnings
 from dataclasses import replace
 
@@ -12,7 +13,7 @@ import torch
 from accessibility import cramming as cr
 from accessibility.checks import InputError
 from accessibility.models import describe, load_model, torch_threads
-from accessibility.results import RecordLog
+from accessibility.results import Inflight, RecordLog
 from accessibility.targets import make_targets, random_targets, text_targets, word_targets
 
 #: Small search: a handful of probes, every way to end reachable, about a second per run.
@@ -360,6 +361,92 @@ class _DyingLog(RecordLog):
         if self.after == 0:
             raise _Interrupt
         return stored
+
+
+def _interrupted(run, after: int):
+    """Run ``run(on_checkpoint)`` until its ``after``-th checkpoint; the states saved then."""
+    saved = []
+
+    def checkpoint(states):
+        saved.append(states)
+        if len(saved) == after:
+            raise _Interrupt
+
+    with pytest.raises(_Interrupt):
+        run(checkpoint)
+    return saved[-1]
+
+
+def test_an_interrupted_search_resumes_from_its_checkpoint_bitwise(toy, tmp_path, monkeypatch):
+    """Killed in mid-search and resumed from its saved states (through the JSON file), the searches
+    end exactly as uninterrupted ones (one CPU thread, float32), and the resumed target does only the
+    passes that were left."""
+    cfg = replace(SMALL, n_start=2, growth=2.0, n_max=16)
+    targets = random_targets(toy.info.real_token_ids, 5, cfg.n_max, seed=6)
+    kw = dict(seed=6, checkpoint_seconds=0)
+    reference = cr.cram(toy, targets, 2, cfg, seed=6, batch_size=3)
+    states = _interrupted(lambda cp: cr.cram(toy, targets, 2, cfg, batch_size=3, on_checkpoint=cp, **kw), 40)
+    assert len(states) == 3 and any(s["probes"] for s in states.values()), "interrupt in mid-search"
+    box = Inflight(tmp_path)
+    box.save({str(i): s for i, s in states.items()})
+    resume = {int(k): s for k, s in box.states().items()}
+    resumed = cr.cram(toy, targets, 2, cfg, batch_size=2, resume=resume, **kw)
+    assert _outcome(resumed) == _outcome(reference)
+    assert all(np.array_equal(a.mem, b.mem) for a, b in zip(resumed, reference))
+
+    passes = []
+    real_step = cr._step
+    monkeypatch.setattr(cr, "_step", lambda *a: passes.append(1) or real_step(*a))
+    one = targets[:1]
+    cr.cram(toy, one, 2, cfg, seed=6)
+    total, passes[:] = len(passes), []
+    state = _interrupted(lambda cp: cr.cram(toy, one, 2, cfg, on_checkpoint=cp, **kw), 25)
+    passes[:] = []
+    again = cr.cram(toy, one, 2, cfg, resume=state, **kw)
+    assert len(passes) == total - 24 and _outcome(again) == _outcome(reference[:1])
+    with pytest.raises(InputError, match="saved cramming state"):
+        cr.cram(toy, one, 3, cfg, resume=state, **kw)
+
+
+class _DyingInflight(Inflight):
+    """An in-flight store whose process 'dies' after a few saves (the state is written first)."""
+
+    def __init__(self, *args, after, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.after = after
+
+    def save(self, states):
+        super().save(states)
+        self.after -= 1
+        if self.after == 0:
+            raise _Interrupt
+
+
+def test_sweep_resumes_the_targets_in_flight(toy64, tmp_path, monkeypatch):
+    """A sweep killed with targets in flight resumes them from inflight.json: the same records as an
+    uninterrupted sweep, none twice, the time before the kill kept in the records, the file removed
+    at the end."""
+    monkeypatch.setattr(cr, "CHECKPOINT_SECONDS", 0)
+    cfg = replace(SMALL, max_steps=20)
+    kw = dict(seed=5, batch_size=2)
+    reference = cr.sweep(toy64, "random-tokens", [1, 2], 3, cfg, **kw)
+    log = RecordLog(tmp_path / "records.jsonl", timed=True)
+    with pytest.raises(_Interrupt):
+        cr.sweep(toy64, "random-tokens", [1, 2], 3, cfg, log=log, inflight=_DyingInflight(tmp_path, after=120,
+                                                                                              log=log), **kw)
+    done = {r["key"] for r in RecordLog(log.path)}
+    left = Inflight(tmp_path).states(done=done)
+    assert left and 0 < len(done) < 6, "the kill should leave records and targets in flight"
+    carried = json.loads((tmp_path / "inflight.json").read_text())["seconds"]
+    Inflight(tmp_path, 1, 2).save({k: {"progress": 0} for k in done})     # a stale file of another rank
+    resumed_log = RecordLog(log.path, timed=True)
+    resumed = cr.sweep(toy64, "random-tokens", [1, 2], 3, cfg, log=resumed_log,
+                       inflight=Inflight(tmp_path, log=resumed_log), **kw)
+    keys = [r["key"] for r in RecordLog(log.path)]
+    assert len(keys) == len(set(keys)) == 6 and _caps(resumed) == _caps(reference)
+    first_new = next(r for r in RecordLog(log.path) if r["key"] not in done)
+    assert carried > 0 and first_new["seconds"] >= carried
+    assert not list(tmp_path.glob("inflight*.json")), "every in-flight file is removed at the end"
 
 
 def _caps(records):

@@ -2,11 +2,11 @@
 
 Each target's capacity (the longest prefix a found prompt reproduces under greedy generate) is
 appended to ``records.jsonl`` in the run folder (``--save DIR``, default
-``results/cram/<config hash>``) as soon as it is known; running the same command again resumes
-where it stopped. Prints n_50 per m with its confidence interval and how the searches ended, the
-slope of n_50 = a·m + b (and through 0) with R² and joint-bootstrap intervals, the Corollary 4.6
-slope C for the same model at the chosen precision (default fp16 relative) and the ratio
-theory / experiment.
+``results/cram/<config hash>``) as soon as it is known, and the searches in flight are saved every
+minute (``inflight.json``); running the same command again resumes where it stopped. Prints
+n_50 per m with its confidence interval and how the searches ended, the slope of n_50 = a·m + b
+(and through 0) with R² and joint-bootstrap intervals, the Corollary 4.6 slope C for the same model
+at the chosen precision (default fp16 relative) and the ratio theory / experiment.
 
 Examples::
 
@@ -134,7 +134,7 @@ def run_config(args) -> dict:
 def run(args) -> dict:
     from accessibility.checks import at_least
     from accessibility.cramming import shard_from_env, sweep
-    from accessibility.results import RecordLog, config_hash, read_records, records_file, save_run
+    from accessibility.results import Inflight, RecordLog, config_hash, read_records, records_file, save_run
 
     at_least("--targets", args.targets, 1, integer=True)
     at_least("--m", args.m, 1, integer=True)
@@ -148,10 +148,11 @@ def run(args) -> dict:
     lm = load_model(args)
     ms = sorted(set(args.m))
     log = RecordLog(records_file(folder, *shard), omit=() if args.keep_mem else BULKY, timed=True)
-    # every rank's records so far: this rank's log and the others' (a run split across processes)
+    # every rank's records so far: this rank's log and the others' (a run split across processes),
+    # and the searches that were in flight when an earlier command stopped
     records = sweep(lm, kind, ms, args.targets, config["cram"], protocol=args.protocol, grid=grid,
                     seed=args.seed, log=log, known=read_records(folder), batch_size=args.batch_size,
-                    progress=args.progress, shard=shard)
+                    progress=args.progress, shard=shard, inflight=Inflight(folder, *shard, log=log))
     summary = summarize_protocol(args.protocol, records, lm.info, ms, args.targets, seed=args.seed, grid=grid,
                                  batch_size=args.batch_size, **precision)
     seconds = [r.get("seconds") for r in records]
