@@ -120,3 +120,20 @@ def test_bfloat16_without_native_support_is_one_line(flag, tmp_path, capsys):
     assert main([*ARGS, "--save", str(tmp_path), flag, "bfloat16"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "bfloat16" in err
+
+
+def test_only_a_complete_sweep_writes_the_summary(tmp_path, capsys, monkeypatch):
+    """A rank of a split sweep that has not seen every target done writes no summary.json (rank 0
+    may end before the others); the rank that ends last sees every log and writes it, as does one
+    process over all the logs."""
+    folder = tmp_path / "run"
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "0")
+    assert _run(capsys, "--save", str(folder))["targets_done"] == {"1": 1, "2": 1}
+    assert not (folder / "summary.json").exists()
+    monkeypatch.setenv("RANK", "1")
+    last = _run(capsys, "--save", str(folder))
+    assert load_run(folder).summary["targets_done"] == last["targets_done"] == {"1": 2, "2": 2}
+    monkeypatch.delenv("WORLD_SIZE")
+    monkeypatch.delenv("RANK")
+    assert _run(capsys, "--save", str(folder))["n50"] == last["n50"]

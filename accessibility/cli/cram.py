@@ -159,7 +159,9 @@ def run(args) -> dict:
     summary.update(model=lm.info.name, kind=kind, protocol=args.protocol,
                    compute_seconds=None if None in seconds else sum(seconds), config_hash=config_hash(config),
                    shard={"rank": shard[0], "world": shard[1]})
-    if shard[0] == 0:
+    # The summary of the finished run only: a rank that ends while others still run (or ran after
+    # it started) has not seen every record; a single process over all logs then writes it.
+    if all(n == args.targets for n in summary["targets_done"].values()):
         save_run(folder, {"kind": "cram", "config": config}, summary=summary)
     return {**summary, "folder": str(folder)}
 
