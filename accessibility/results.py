@@ -388,10 +388,6 @@ class Inflight:
     {}
     """
 
-    def _files(self) -> list[Path]:
-        stem = INFLIGHT_FILE.split(".")[0]
-        return sorted(self.folder.glob(f"{stem}*.json")) if self.folder.is_dir() else []
-
     def __init__(self, folder: str | os.PathLike, rank: int = 0, world: int = 1,
                  log: RecordLog | None = None):
         self.folder = Path(folder)
@@ -399,6 +395,10 @@ class Inflight:
         self.log = log if log is not None and log.timed else None
         if self.log is not None and self.path.is_file():
             self.log.carry(read_json(self.path).get("seconds") or 0.0)
+
+    def _files(self) -> list[Path]:
+        stem = INFLIGHT_FILE.split(".")[0]
+        return sorted(self.folder.glob(f"{stem}*.json")) if self.folder.is_dir() else []
 
     def save(self, states: Mapping[str, Mapping]) -> None:
         seconds = self.log.pending_seconds() if self.log is not None else None

@@ -161,9 +161,14 @@ def run(args) -> dict:
                    shard={"rank": shard[0], "world": shard[1]})
     # The summary of the finished run only: a rank that ends while others still run (or ran after
     # it started) has not seen every record; a single process over all logs then writes it.
-    if all(n == args.targets for n in summary["targets_done"].values()):
+    if complete(summary):
         save_run(folder, {"kind": "cram", "config": config}, summary=summary)
     return {**summary, "folder": str(folder)}
+
+
+def complete(result: dict) -> bool:
+    """Whether a summary covers every target at every m (a rank of a split sweep may not)."""
+    return all(n == result["targets"] for n in result["targets_done"].values())
 
 
 def summarize_protocol(protocol: str, records, info, ms, count: int, *, seed: int, grid, batch_size: int,
@@ -224,7 +229,7 @@ def text(result: dict) -> str:
             for key in ("", "_origin") if result[f"slope{key}"] is not None]
     extra = [("cost model", result["cost_model"], "")] if "cost_model" in result else []
     done = result["targets_done"]
-    if result["shard"]["world"] > 1 or any(done[m] < result["targets"] for m in ms):
+    if not complete(result):
         extra.append(("targets done", " ".join(f"m={m}: {done[m]}/{result['targets']}" for m in ms),
                       "partial: run the same command again (one process) to finish or merge the ranks"))
     return "\n".join([
