@@ -53,6 +53,34 @@ def test_cram_json_resume_batch_size_and_precision(tmp_path, capsys):
     assert "n50 (tokens)" in text and "tokens per vector" in text and "Corollary 4.6" in text
 
 
+def test_init_scale_reaches_the_config_and_scales_the_initial_mem():
+    """--init-scale sets CramConfig.init_scale (so a run with another init lands in another folder), and
+    the [mem] a search starts from (its first in-flight snapshot) scales with it."""
+    from dataclasses import replace
+
+    from accessibility.cli import build_parser
+    from accessibility.cli.cram import config_from_args, run_config
+    from accessibility.cramming import cram
+    from accessibility.models import load_model
+    from accessibility.results import config_hash
+    from accessibility.targets import make_targets
+
+    args = build_parser("cram").parse_args([*ARGS, "--init-scale", "0.25"])
+    config = config_from_args(args)
+    assert config.init_scale == 0.25
+    default = run_config(build_parser("cram").parse_args(ARGS))
+    assert config_hash(run_config(args)) != config_hash(default)
+    lm = load_model("toy")
+    targets = make_targets(lm, "random-tokens", 2, config.n_max)
+    start = {}
+    for scale in (1.0, 0.25):
+        seen = []
+        cram(lm, targets, 1, replace(config, init_scale=scale, max_steps=1), on_checkpoint=seen.append,
+             checkpoint_seconds=0)
+        start[scale] = torch.stack([torch.as_tensor(seen[0][i]["mem"]) for i in (0, 1)])
+    torch.testing.assert_close(start[0.25], 0.25 * start[1.0])
+
+
 def test_batched_and_one_at_a_time_commands_agree_in_float64(tmp_path, capsys):
     """In float64 the batched engine and one-at-a-time runs give identical capacities (in float32
     they agree up to rounding, which a few hundred optimiser steps can amplify)."""
@@ -104,7 +132,7 @@ def test_torchrun_ranks_split_the_targets_and_a_later_command_merges_them(tmp_pa
                                  ["--prefix", "foo"], ["--precision", "exact-bf16"], ["--eps", "0.1"],
                                  ["--protocol", "published", "--n-grid", "9:3"],
                                  ["--protocol", "published", "--n-grid", "1:5"],
-                                 ["--protocol", "published", "--n-grid", "5"]])
+                                 ["--protocol", "published", "--n-grid", "5"], ["--init-scale", "0"]])
 def test_bad_input_is_one_line_and_exit_2(bad, tmp_path, capsys):
     assert main([*ARGS, "--save", str(tmp_path), *bad]) == 2
     err = capsys.readouterr().err

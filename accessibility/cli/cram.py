@@ -30,6 +30,9 @@ OVERRIDES = {
     "n_start": (int, "first probe length in tokens (search)"),
     "growth": (float, "probe length factor while every probe succeeds (search)"),
     "n_max": (int, "longest probe length in tokens; a target that solves it is censored there (search)"),
+    "init_scale": (float, "[mem] starts as N(0, 1) times this times the std of the input embeddings the "
+                   "model feeds itself (the published init is the std of the raw embedding matrix: "
+                   "1/sqrt(d) of it on Gemma, whose embedding module multiplies by sqrt(d))"),
 }
 #: Fields of a cramming record a saved run leaves out unless --keep-mem: the [mem] vectors (m × d
 #: floats each, the bulk of a record).
