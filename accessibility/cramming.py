@@ -157,7 +157,10 @@ class CramConfig:
         reaches n = 1000).
 
         Published quirks not copied: fp16 autocast without a gradient scaler (we use fp32, or bf16
-        where supported, and certify in fp32); BOS after [mem] (``prefix_position="after"`` gives it).
+        where supported, and certify in fp32); BOS after [mem] (``prefix_position="after"`` gives it);
+        the init from the std of the raw embedding matrix, which differs from the embeddings the model
+        feeds itself where its embedding module rescales them (``init_scale=1/sqrt(d)`` gives it on
+        Gemma-3).
         """
         return replace(cls(), **changes)
 
