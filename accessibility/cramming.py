@@ -160,7 +160,7 @@ class CramConfig:
         where supported, and certify in fp32); BOS after [mem] (``prefix_position="after"`` gives it);
         the init from the std of the raw embedding matrix, which differs from the embeddings the model
         feeds itself where its embedding module rescales them (``init_scale=1/sqrt(d)`` gives it on
-        Gemma-3).
+        Gemma-3). The published learning rate suits the published init: on Gemma-3 pass both.
         """
         return replace(cls(), **changes)
 
