@@ -162,6 +162,7 @@ def test_only_a_complete_sweep_writes_the_summary(tmp_path, capsys, monkeypatch)
     monkeypatch.setenv("RANK", "1")
     last = _run(capsys, "--save", str(folder))
     assert load_run(folder).summary["targets_done"] == last["targets_done"] == {"1": 2, "2": 2}
+    assert "shard" not in load_run(folder).summary            # it covers both ranks, written by rank 1
     monkeypatch.delenv("WORLD_SIZE")
     monkeypatch.delenv("RANK")
     assert _run(capsys, "--save", str(folder))["n50"] == last["n50"]

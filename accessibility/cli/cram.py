@@ -160,10 +160,10 @@ def run(args) -> dict:
                                  batch_size=args.batch_size, **precision)
     seconds = [r.get("seconds") for r in records]
     summary.update(model=lm.info.name, kind=kind, protocol=args.protocol,
-                   compute_seconds=None if None in seconds else sum(seconds), config_hash=config_hash(config),
-                   shard={"rank": shard[0], "world": shard[1]})
+                   compute_seconds=None if None in seconds else sum(seconds), config_hash=config_hash(config))
     # The summary of the finished run only: a rank that ends while others still run (or ran after
-    # it started) has not seen every record; a single process over all logs then writes it.
+    # it started) has not seen every record; a single process over all logs then writes it. It
+    # covers every rank, so it names none (each rank's record log is named by its rank).
     if complete(summary):
         save_run(folder, {"kind": "cram", "config": config}, summary=summary)
     return {**summary, "folder": str(folder)}
