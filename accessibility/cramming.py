@@ -14,7 +14,13 @@ probe fails, then a bisection between the longest solved and the shortest failed
 one token. Success is assumed monotone in the length (up to optimisation noise), which is what makes
 bisection valid; a probe may start from the [mem] that solved the longest shorter length
 (``warm_start``) or from the target's own initial [mem]. Capacities are therefore not tied to any
-grid. The reported capacity is certified by a real greedy ``generate`` from the snapshot that solved
+grid. A capacity is decided only by a failure that had the full budget: when the bisection closes on
+(capacity, capacity + 1) and the failed probe at capacity + 1 did not run ``max_steps`` steps after
+the solution at capacity was found, a **confirming** probe at capacity + 1 runs from that solution
+(from the initial [mem] without warm starts) for ``max_steps`` steps whatever its patience; if it
+succeeds, the search goes on upward (bisecting up to the next failed length, or growing). The
+capacity is thus the longest length this optimiser certifies: a lower bound on what the model can
+reach, raised by warm starts and full budgets above what cold per-point runs find. The reported capacity is certified by a real greedy ``generate`` from the snapshot that solved
 it, without autocast (fp32 weights by default).
 
 **Batching.** Many targets run in one forward pass, each with its own [mem] rows, AdamW state
@@ -50,6 +56,7 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm  # not tqdm.auto: in a notebook without ipywidgets it warns on import
 
+from accessibility.autocast import autocast
 from accessibility.checks import InputError, at_least, in_range, one_of, positive
 from accessibility.models import cpu_has_native_bf16
 from accessibility.results import torch_generator
@@ -57,13 +64,25 @@ from accessibility.targets import INIT_STREAM
 
 #: Autocast dtypes for the optimisation (certification always runs without autocast). ``auto``:
 #: bfloat16 on a CUDA device that supports it, float32 elsewhere (see :func:`resolve_autocast`).
-#: No fp16: it needs a gradient scaler, which the published pipeline omitted.
-AUTOCAST_DTYPES = ("auto", "float32", "bfloat16")
+#: ``float16`` is the published setting, fp16 autocast without a gradient scaler: CUDA's own on a
+#: CUDA device, emulated elsewhere (:func:`accessibility.autocast.fp16_autocast`); a non-finite loss
+#: then goes on through AdamW as in the published loop (``CramResult.nonfinite`` counts them).
+AUTOCAST_DTYPES = ("auto", "float32", "bfloat16", "float16")
 #: How a target's search ended: ``full`` it solved n_max (the capacity is censored at n_max);
-#: otherwise how the probe just above the capacity failed: ``patience`` (no better accuracy for
-#: ``patience`` steps) or ``budget`` (``max_steps`` spent while still improving: the capacity is then
-#: a lower bound of what a longer run could reach).
+#: otherwise how the probe just above the capacity failed: ``patience`` (no better accuracy in its
+#: last ``patience`` steps) or ``budget`` (``max_steps`` spent while still improving: the capacity is
+#: then a lower bound of what a longer run could reach).
 STOPS = ("full", "patience", "budget")
+#: How a probe started (the fifth field of each entry of ``CramResult.probes``): from the target's
+#: initial [mem] (``init``), from the [mem] that solved the longest shorter length (``warm``), or as
+#: the confirming probe at capacity + 1 (``confirm``: from that [mem], or from the initial one without
+#: warm starts, for ``max_steps`` steps whatever its patience). Records written before confirmations
+#: existed hold four fields; :func:`upgrade_probes` adds the fifth.
+PROBE_STARTS = ("init", "warm", "confirm")
+#: Starts whose probe ignores ``patience`` and ends only when solved or after ``max_steps`` steps:
+#: the confirming probe, and the ``replay`` of a solved probe that rebuilds the [mem] of a record saved
+#: without it (:meth:`_Slots.reopen`).
+FULL_BUDGET = ("confirm", "replay")
 #: Where the prefix token goes: ``before`` [mem] (default; position 0 is an attention sink in
 #: Llama-style models) or ``after`` it, between [mem] and t_1 (the published layout for BOS).
 PREFIX_POSITIONS = ("before", "after")
@@ -187,9 +206,13 @@ class CramResult:
     ``capacity`` is the certified length (tokens reproduced by greedy ``generate``, the given first
     token included); ``capacity_teacher`` the longest length a probe solved (equal to it unless
     generate and the training forward disagree on a near tie). ``stop`` is one of :data:`STOPS`.
-    ``probes`` lists each probe as ``[length, solved, steps, end]`` with ``end`` "solved", "patience"
-    or "budget"; ``steps`` is the number of optimiser steps of all probes. ``mem`` (m, d_model) is
-    the snapshot that solved ``capacity_teacher`` (the initial [mem] if none did).
+    ``probes`` lists each probe as ``[length, solved, steps, end, start]`` with ``end`` "solved",
+    "patience" (no better accuracy in its last ``patience`` steps) or "budget", and ``start`` one of
+    :data:`PROBE_STARTS`. ``replays`` lists, as ``[length, solved, steps, end]``, the solved probes
+    run again to rebuild the [mem] of a record saved without it before its search was extended
+    (:meth:`_Slots.reopen`; empty otherwise). ``steps`` counts the optimiser steps of all probes and
+    replays; ``nonfinite`` the steps whose loss was not finite. ``mem`` (m, d_model) is the snapshot
+    that solved ``capacity_teacher`` (the initial [mem] if none did).
     """
 
     index: int
@@ -200,13 +223,16 @@ class CramResult:
     steps: int
     stop: str
     probes: list = field(default_factory=list)
+    replays: list = field(default_factory=list)
+    nonfinite: int = 0
     mem: np.ndarray = field(default=None, repr=False)
     certificate: dict = field(default_factory=dict, repr=False)
 
     def record(self, with_mem: bool = True) -> dict:
         """A JSON-friendly dict ([mem] as a float32 list unless ``with_mem`` is False)."""
         out = {k: getattr(self, k) for k in ("index", "m", "capacity", "capacity_teacher", "n_max",
-                                             "steps", "stop", "probes", "certificate")}
+                                             "steps", "stop", "probes", "replays", "nonfinite",
+                                             "certificate")}
         if with_mem:
             out["mem"] = self.mem.astype(np.float32).tolist()
         return out
@@ -310,7 +336,7 @@ def teacher_forced(lm, mem, targets, lengths, prefix, given: int, dtype: str = "
     keep = L - given                                          # positions predicting t_{1+given}..t_L
     gold = tokens[:, given:]                                  # (rows, keep)
     valid = torch.arange(keep, device=gold.device) < (lengths - given)[:, None]
-    with torch.autocast(inputs.device.type, dtype=torch.bfloat16, enabled=dtype == "bfloat16"):
+    with autocast(dtype, inputs.device):
         hidden = lm.model.base_model(inputs_embeds=inputs, use_cache=False).last_hidden_state
         picked = hidden[:, -keep:][valid]                     # (valid positions, d)
         count = len(picked)
@@ -388,13 +414,17 @@ class _Slots:
         self.lo_mem, self.init_mem = z(size, m, d), z(size, m, d)
         width = int(padded_length(torch.tensor(n_max)))
         self.targets = torch.zeros(size, width, dtype=torch.long, device=device)
-        self.step, self.length, self.best, self.since = (z(size, dt=torch.long) for _ in range(4))
+        self.step, self.length, self.best, self.since, self.nonfinite = (z(size, dt=torch.long) for _ in range(5))
         self.owner: list[int | None] = [None] * size   # position in the caller's target list
         self.lo = [0] * size                           # longest solved length
         self.hi: list[int | None] = [None] * size      # shortest failed length
         self.hi_end: list[str | None] = [None] * size  # how that probe ended
         self.total = [0] * size                        # optimiser steps of all probes
         self.probes: list[list] = [[] for _ in range(size)]
+        self.start = ["init"] * size                   # how the current probe started
+        self.has_mem = [False] * size                  # lo_mem is a solution (not the initial [mem])
+        self.replay: list[list] = [[] for _ in range(size)]   # lengths still to replay (reopen)
+        self.replays: list[list] = [[] for _ in range(size)]  # replays done
 
     def fill(self, s: int, owner: int, target, mem0, config: CramConfig, given: int):
         self.owner[s] = owner
@@ -402,13 +432,16 @@ class _Slots:
         self.targets[s, :len(target)] = target
         self.init_mem[s], self.lo_mem[s] = mem0, mem0
         self.lo[s], self.hi[s], self.hi_end[s], self.total[s], self.probes[s] = given, None, None, 0, []
-        self.start_probe(s, config.n_start, warm=False)
+        self.has_mem[s], self.replay[s], self.replays[s], self.nonfinite[s] = False, [], [], 0
+        self.start_probe(s, config.n_start, "init", config)
 
     #: Per-slot tensors and lists that :meth:`snapshot` saves (the targets and the initial [mem] are
-    #: rebuilt from the target's index by :meth:`fill`).
+    #: rebuilt from the target's index by :meth:`fill`). States saved before a field existed restore
+    #: it from :data:`DEFAULTS`.
     TENSORS = ("mem", "exp_avg", "exp_avg_sq", "lo_mem")
-    COUNTS = ("step", "length", "best", "since")
-    LISTS = ("lo", "hi", "hi_end", "total", "probes")
+    COUNTS = ("step", "length", "best", "since", "nonfinite")
+    LISTS = ("lo", "hi", "hi_end", "total", "probes", "start", "has_mem", "replay", "replays")
+    DEFAULTS = {"nonfinite": 0, "replay": [], "replays": []}
 
     def snapshot(self, s: int) -> dict:
         """The search state of slot ``s`` between two passes: [mem], AdamW moments, the probe's
@@ -419,7 +452,7 @@ class _Slots:
         state.update({k: copy.deepcopy(getattr(self, k)[s]) for k in self.LISTS})
         return {**state, "progress": self.total[s] + int(self.step[s])}
 
-    def restore(self, s: int, state: dict):
+    def restore(self, s: int, state: dict, config: CramConfig):
         """Continue slot ``s`` (already :meth:`fill`-ed with its target) from a :meth:`snapshot`."""
         for k in self.TENSORS:
             value = torch.as_tensor(state[k])
@@ -429,19 +462,49 @@ class _Slots:
                                  f"{value.dtype}; this run needs {want}")
             getattr(self, k)[s] = value
         for k in self.COUNTS:
-            getattr(self, k)[s] = int(state[k])
+            getattr(self, k)[s] = int(state.get(k, self.DEFAULTS.get(k)))
         for k in self.LISTS:
-            getattr(self, k)[s] = state[k]
+            getattr(self, k)[s] = copy.deepcopy(state.get(k, self.DEFAULTS.get(k)))
+        if "start" not in state:     # a state saved before probes recorded how they started
+            self.probes[s] = upgrade_probes(self.probes[s], config.warm_start)
+            self.has_mem[s] = any(p[1] for p in self.probes[s])
+            self.start[s] = "warm" if config.warm_start and self.has_mem[s] else "init"
 
-    def start_probe(self, s: int, length: int, warm: bool):
-        """A fresh fixed-length run of ``length`` tokens: new AdamW state, step 0, from the [mem] that
-        solved the longest length so far (``warm``; the initial [mem] while none is solved) or from
-        the initial [mem]."""
+    def reopen(self, s: int, record: Mapping, config: CramConfig):
+        """Extend slot ``s`` (already :meth:`fill`-ed with its target) from a finished search record
+        whose deciding failure lacked the full budget (:func:`search_decided` False). With the
+        record's [mem] the confirming probe starts at once; without it, the solved probes are first
+        run again in order (``replay``, each from the previous one's solution as in the search, for
+        the full budget), which on one CPU thread in float32 rebuilds that [mem] bitwise."""
+        self.probes[s] = upgrade_probes(record["probes"], config.warm_start)
+        self.total[s], self.lo[s] = int(record["steps"]), int(record["capacity_teacher"])
+        self.hi[s], self.hi_end[s] = shortest_failure(self.probes[s], self.lo[s])
+        self.replays[s], self.nonfinite[s] = list(record.get("replays", [])), int(record.get("nonfinite", 0))
+        if record.get("mem") is not None:
+            self.lo_mem[s] = torch.as_tensor(np.asarray(record["mem"]), dtype=self.mem.dtype)
+            self.has_mem[s] = True
+            if _next_probe(self, s, config):
+                raise InputError(f"record of target {record['index']} is already decided; nothing to extend")
+            return
+        solved = [p[0] for p in self.probes[s] if p[1]]
+        self.replay[s] = solved if config.warm_start else solved[-1:]
+        if not self.replay[s]:       # nothing was solved: the solution at capacity is the initial [mem]
+            if _next_probe(self, s, config):
+                raise InputError(f"record of target {record['index']} is already decided; nothing to extend")
+            return
+        self.start_probe(s, self.replay[s].pop(0), "replay", config)
+
+    def start_probe(self, s: int, length: int, start: str, config: CramConfig):
+        """A fresh fixed-length run of ``length`` tokens: new AdamW state, step 0, from the target's
+        initial [mem] (``init``, and every start without warm starts) or from the [mem] that solved the
+        longest length so far (``warm``, ``confirm``, ``replay``)."""
+        warm = config.warm_start and start != "init"
         self.mem[s] = self.lo_mem[s] if warm else self.init_mem[s]
         for t in (self.exp_avg, self.exp_avg_sq):
             t[s] = 0
         for t, v in ((self.step, 0), (self.length, length), (self.best, -1), (self.since, 0)):
             t[s] = v
+        self.start[s] = start
 
 
 def initial_mem(index: int, m: int, d: int, std: float, seed: int) -> torch.Tensor:
@@ -453,7 +516,7 @@ def cram(lm, targets: torch.Tensor, m: int, config: CramConfig, *, seed: int = 0
          indices: Sequence[int] | None = None, batch_size: int = 16, progress: bool = False,
          on_result: Callable[[CramResult], None] | None = None, resume: Mapping[int, dict] | None = None,
          on_checkpoint: Callable[[dict[int, dict]], None] | None = None,
-         checkpoint_seconds: float | None = None) -> list[CramResult]:
+         checkpoint_seconds: float | None = None, reopen: Mapping[int, Mapping] | None = None) -> list[CramResult]:
     """Cram each target into m vectors and find its capacity; results in the order of ``targets``.
 
     ``targets`` (K, >= n_max) token ids; ``indices`` (default 0..K-1) name the targets for their
@@ -463,7 +526,9 @@ def cram(lm, targets: torch.Tensor, m: int, config: CramConfig, *, seed: int = 0
     :data:`CHECKPOINT_SECONDS`) and between two passes, with ``{index: state}`` of the targets in
     flight; ``resume`` ({index: state}) continues targets from such states, so that an interrupted
     search loses at most the passes since its last checkpoint, and (on one CPU thread in float32)
-    ends exactly as an uninterrupted one.
+    ends exactly as an uninterrupted one. ``reopen`` ({index: record}) extends finished search
+    records whose deciding failure lacked the full budget (:meth:`_Slots.reopen`); a state in
+    ``resume`` takes precedence (it is the later one).
     """
     at_least("m", m, 1, integer=True)
     at_least("batch_size", batch_size, 1, integer=True)
@@ -478,7 +543,7 @@ def cram(lm, targets: torch.Tensor, m: int, config: CramConfig, *, seed: int = 0
     state_dtype = torch.promote_types(lm.input_embeddings().dtype, torch.float32)  # never below fp32
     slots = _Slots(min(batch_size, len(targets)), m, d, config.n_max, device, state_dtype)
     pending, results = list(range(len(targets))), [None] * len(targets)
-    resume = resume or {}
+    resume, reopen = resume or {}, reopen or {}
     every = CHECKPOINT_SECONDS if checkpoint_seconds is None else checkpoint_seconds
     bar = tqdm(total=len(targets), desc=f"cram m={m}", disable=not progress, leave=False)
     passes, saved = 0, time.monotonic()
@@ -489,7 +554,9 @@ def cram(lm, targets: torch.Tensor, m: int, config: CramConfig, *, seed: int = 0
                 mem0 = initial_mem(indices[k], m, d, std, seed).to(device)
                 slots.fill(s, k, targets[k, :config.n_max].to(device), mem0, config, given)
                 if indices[k] in resume:
-                    slots.restore(s, resume[indices[k]])
+                    slots.restore(s, resume[indices[k]], config)
+                elif indices[k] in reopen:
+                    slots.reopen(s, reopen[indices[k]], config)
         if on_checkpoint is not None and time.monotonic() - saved >= every:
             on_checkpoint({indices[o]: slots.snapshot(s) for s, o in enumerate(slots.owner) if o is not None})
             saved = time.monotonic()
@@ -514,20 +581,24 @@ def _step(lm, slots: _Slots, config: CramConfig, prefix, given: int, dtype: str)
     mem = slots.mem[act].clone().requires_grad_(True)                       # (b, m, d)
     length = slots.length[act]
     correct, plen = torch.zeros_like(length), torch.zeros_like(length)
+    finite = torch.ones_like(length, dtype=torch.bool)
     bucket = padded_length(length).clamp(max=slots.targets.shape[1])
     for pad in bucket.unique().tolist():
         rows = (bucket == pad).nonzero()[:, 0]
         loss, correct[rows], plen[rows] = teacher_forced(
             lm, mem[rows], slots.targets[act[rows]], length[rows], prefix, given, dtype, pad_to=pad,
             position=config.prefix_position)
+        finite[rows] = torch.isfinite(loss.detach())
         loss.sum().backward()        # rows are independent: each row's gradient is its own loss's
     with torch.no_grad():
+        slots.nonfinite[act] += (~finite).long()
         solved = plen >= length
         gain = correct > slots.best[act]
         slots.best[act] = torch.maximum(correct, slots.best[act])
         since = torch.where(gain, 0, slots.since[act] + 1)
         slots.since[act] = since
-        stuck = ~solved & (since >= config.patience)
+        full = torch.tensor([slots.start[s] in FULL_BUDGET for s in act.tolist()], device=act.device)
+        stuck = ~solved & ~full & (since >= config.patience)
         spent = ~solved & ~stuck & (slots.step[act] >= config.max_steps)
         ended = solved | stuck | spent
         live = ~ended
@@ -540,27 +611,100 @@ def _step(lm, slots: _Slots, config: CramConfig, prefix, given: int, dtype: str)
         done = []
         for i in ended.nonzero()[:, 0].tolist():
             s = int(act[i])
-            end = "solved" if solved[i] else ("patience" if stuck[i] else "budget")
+            end = "solved" if solved[i] else ("patience" if since[i] >= config.patience else "budget")
             if _end_probe(slots, s, mem[i].detach(), end, config):
                 done.append(s)
     return done
 
 
 def _end_probe(slots: _Slots, s: int, mem, end: str, config: CramConfig) -> bool:
-    """Book the probe of slot ``s`` that just ended (``end``) and start the next; True when the
-    search of this target is over."""
-    length, steps = int(slots.length[s]), int(slots.step[s])
-    slots.probes[s].append([length, end == "solved", steps, end])
+    """Book the probe (or replay) of slot ``s`` that just ended (``end``) and start the next; True
+    when the search of this target is over."""
+    length, steps, start = int(slots.length[s]), int(slots.step[s]), slots.start[s]
     slots.total[s] += steps
+    if start == "replay":
+        slots.replays[s].append([length, end == "solved", steps, end])
+        if end == "solved":
+            slots.lo_mem[s], slots.has_mem[s] = mem, True
+        else:                        # the chain is broken: go on from the longest solution rebuilt
+            slots.replay[s] = []
+        if slots.replay[s]:
+            slots.start_probe(s, slots.replay[s].pop(0), "replay", config)
+            return False
+        return _next_probe(slots, s, config)
+    slots.probes[s].append([length, end == "solved", steps, end, start])
     if end == "solved":
-        slots.lo[s], slots.lo_mem[s] = length, mem
+        slots.lo[s], slots.lo_mem[s], slots.has_mem[s] = length, mem, True
+        if start == "confirm":       # the search goes on upward, to the next failed length if any
+            slots.hi[s], slots.hi_end[s] = shortest_failure(slots.probes[s], length)
     else:
         slots.hi[s], slots.hi_end[s] = length, end
-    nxt = next_length(slots.lo[s], slots.hi[s], length, config)
-    if nxt is None:
+    return _next_probe(slots, s, config)
+
+
+def _next_probe(slots: _Slots, s: int, config: CramConfig) -> bool:
+    """Start the next probe of slot ``s`` (growth, bisection, or the confirming probe at capacity + 1);
+    True when its search is over."""
+    lo, hi = slots.lo[s], slots.hi[s]
+    nxt = next_length(lo, hi, slots.probes[s][-1][0], config)
+    if nxt is not None:
+        slots.start_probe(s, nxt, "warm" if config.warm_start and slots.has_mem[s] else "init", config)
+        return False
+    if not decided(slots.probes[s], lo, hi, config):
+        slots.start_probe(s, hi, "confirm", config)
+        return False
+    return True
+
+
+def shortest_failure(probes, above: int) -> tuple[int | None, str | None]:
+    """(length, end) of the shortest failed probe longer than ``above``, or (None, None).
+
+    >>> shortest_failure([[8, True, 9, "solved"], [12, False, 150, "patience"], [10, False, 150, "budget"]], 9)
+    (10, 'budget')
+    """
+    failed = sorted((p[0], p[3]) for p in probes if not p[1] and p[0] > above)
+    return failed[0] if failed else (None, None)
+
+
+def decided(probes, lo: int, hi: int | None, config: CramConfig) -> bool:
+    """Whether a search that closed on (``lo``, ``hi``) is over: it solved n_max (``hi`` None), it
+    neither bisects nor confirms (a fixed-length run, a growth-only search), or a probe at ``hi``
+    failed after running ``max_steps`` steps later than the probe that solved ``lo`` (so from that
+    solution, with warm starts): the failure had the full budget.
+
+    >>> cfg = CramConfig.quick(max_steps=500)
+    >>> probes = [[8, True, 90, "solved", "init"], [9, False, 150, "patience", "warm"]]
+    >>> decided(probes, 8, 9, cfg), decided(probes + [[9, False, 500, "patience", "confirm"]], 8, 9, cfg)
+    (False, True)
+    """
+    if hi is None or not config.bisect:
         return True
-    slots.start_probe(s, nxt, warm=config.warm_start)
-    return False
+    solved_lo = [i for i, p in enumerate(probes) if p[1] and p[0] == lo]
+    after = solved_lo[-1] + 1 if solved_lo else 0
+    return any(p[0] == hi and not p[1] and p[2] >= config.max_steps for p in probes[after:])
+
+
+def upgrade_probes(probes, warm_start: bool = True) -> list[list]:
+    """Probes of a record written before confirmations (``[length, solved, steps, end]``) with the
+    fifth field, how each started (:data:`PROBE_STARTS`): ``warm`` once a shorter length was solved
+    under warm starts, else ``init``. Five-field probes are returned as they are.
+
+    >>> upgrade_probes([[8, False, 150, "patience"], [4, True, 60, "solved"], [6, True, 40, "solved"]])
+    [[8, False, 150, 'patience', 'init'], [4, True, 60, 'solved', 'init'], [6, True, 40, 'solved', 'warm']]
+    """
+    out, solution = [], False
+    for p in probes:
+        out.append(list(p) if len(p) == 5 else [*p, "warm" if warm_start and solution else "init"])
+        solution = solution or bool(p[1])
+    return out
+
+
+def search_decided(record: Mapping, config: CramConfig) -> bool:
+    """Whether a saved search record is final under ``config`` (:func:`decided`); records of a
+    search that closed on a failure without the full budget are extended by :func:`sweep`."""
+    probes = upgrade_probes(record["probes"], config.warm_start)
+    lo = int(record["capacity_teacher"])
+    return decided(probes, lo, shortest_failure(probes, lo)[0], config)
 
 
 def _finish(lm, slots: _Slots, s: int, index: int, m: int, config: CramConfig, prefix, given) -> CramResult:
@@ -570,6 +714,7 @@ def _finish(lm, slots: _Slots, s: int, index: int, m: int, config: CramConfig, p
     stop = "full" if slots.hi[s] is None else slots.hi_end[s]
     return CramResult(index=index, m=m, capacity=given + cert["matched"], capacity_teacher=teacher,
                       n_max=config.n_max, steps=slots.total[s], stop=stop, probes=slots.probes[s],
+                      replays=slots.replays[s], nonfinite=int(slots.nonfinite[s]),
                       mem=slots.lo_mem[s].cpu().numpy().copy(), certificate=cert)
 
 
@@ -675,13 +820,18 @@ def sweep(lm, kind: str, ms: Sequence[int], count: int, config: CramConfig, *, p
     ``grid`` or on the authors' :func:`adaptive_scan` (``scan`` overrides its constants).
     Each result is appended to ``log`` (a :class:`~accessibility.results.RecordLog`) as it comes;
     results already in ``log`` or in ``known`` (records of other logs of the same run, e.g. other
-    ranks) are not recomputed, so a killed sweep resumes without losing or repeating work.
+    ranks) are not recomputed, so a killed sweep resumes without losing or repeating work. A search
+    record whose deciding failure lacked the full budget (:func:`search_decided`; records written
+    before confirmations existed) is extended instead: its confirming probe runs, the search goes on
+    if it succeeds, and the extended record replaces it in the log (which keeps both lines; its
+    ``seconds`` include the first record's).
     ``shard=(rank, world)`` keeps the targets with ``index % world == rank`` (no communication
     between ranks: each writes its own log; a later sweep over all logs merges them).
     ``inflight`` (an :class:`~accessibility.results.Inflight`) keeps the state of the searches in
     flight, so that a killed sweep also resumes its unfinished targets where they were; it is cleared
     when the sweep ends.
     """
+    from accessibility.results import latest
     from accessibility.targets import make_targets, target_kind
 
     one_of("protocol", protocol, PROTOCOLS)
@@ -693,7 +843,8 @@ def sweep(lm, kind: str, ms: Sequence[int], count: int, config: CramConfig, *, p
     n_max = config.n_max if protocol == "search" else max(grid or [PUBLISHED_SCAN["n_max"]])
     mine = [i for i in range(count) if i % world == rank]
     targets = make_targets(lm, kind, count, n_max, seed=seed)
-    found = {r["key"]: r for r in [*known, *(log or [])]}
+    found = {r["key"]: r for r in latest([*known, *(log or [])])}
+    final = lambda key: key in found and ("n" in found[key] or search_decided(found[key], config))
 
     def keep(m: int, n: int | None):
         def write(r: CramResult):
@@ -701,19 +852,26 @@ def sweep(lm, kind: str, ms: Sequence[int], count: int, config: CramConfig, *, p
                    **r.record(with_mem=n is None)}
             if n is not None:
                 rec.update(n=n, solved=r.capacity >= n)
-            found[rec["key"]] = rec if log is None else log.append(rec)   # as the log keeps it
+            old = found.get(rec["key"])
+            if log is None:
+                found[rec["key"]] = rec
+                return
+            if old is not None:      # an extended search: its time includes the first record's
+                log.carry(old.get("seconds") or 0.0)
+            found[rec["key"]] = log.append(rec, replace=old is not None)   # as the log keeps it
         return write
 
     def run(m: int, n: int | None) -> list[dict]:
-        todo = [i for i in mine if record_key(kind, m, i, n) not in found]
+        todo = [i for i in mine if not final(record_key(kind, m, i, n))]
         if todo:
             cfg, tg = (config, targets) if n is None else (config.fixed(n), targets[:, :n])
-            saved = {} if inflight is None else inflight.states(done=found)
+            saved = {} if inflight is None else inflight.states(done={k for k in found if final(k)})
             resume = {i: saved[k] for i in todo if (k := record_key(kind, m, i, n)) in saved}
+            reopen = {i: found[k] for i in todo if (k := record_key(kind, m, i, n)) in found}
             checkpoint = None if inflight is None else (
                 lambda states: inflight.save({record_key(kind, m, i, n): v for i, v in states.items()}))
             cram(lm, tg[todo], m, cfg, seed=seed, indices=todo, batch_size=batch_size, progress=progress,
-                 on_result=keep(m, n), resume=resume, on_checkpoint=checkpoint)
+                 on_result=keep(m, n), resume=resume, on_checkpoint=checkpoint, reopen=reopen)
         return [found[k] for i in range(count) if (k := record_key(kind, m, i, n)) in found]
 
     out = []
@@ -734,5 +892,5 @@ def sweep(lm, kind: str, ms: Sequence[int], count: int, config: CramConfig, *, p
                 point(int(n))
         out += [r for recs in points.values() for r in recs]
     if inflight is not None:
-        inflight.clear(done=found)
+        inflight.clear(done={k for k in found if final(k)})
     return out

@@ -133,6 +133,10 @@ class RecordLog:
     previous append by this log (or since it was created), so that summing them over a run gives
     the compute time of its work, across resumed sessions.
 
+    A unit of work that is later extended (a search given more probes) is appended again with
+    ``replace=True``: the file keeps both lines (nothing is lost), and reading keeps, per key, the
+    record with the most ``steps`` (:func:`latest`), the extended one.
+
     >>> import tempfile, pathlib
     >>> log = RecordLog(pathlib.Path(tempfile.mkdtemp()) / "runs.jsonl", omit=("big",))
     >>> log.append({"key": "a", "n": 3, "big": [0.0] * 9})
@@ -144,6 +148,9 @@ class RecordLog:
     Traceback (most recent call last):
     ...
     KeyError: "record 'a' is already in ..."
+    >>> _ = log.append({"key": "a", "n": 4, "steps": 9}, replace=True)
+    >>> [r["n"] for r in RecordLog(log.path)], len(log.path.read_text().splitlines())
+    ([4, 5], 3)
     """
 
     def __init__(self, path: str | os.PathLike, *, omit: tuple[str, ...] = (), timed: bool = False):
@@ -166,7 +173,7 @@ class RecordLog:
 
     def _load(self) -> list[dict]:
         if self._records is None:
-            self._records = _parse_log(self.path) if self.path.exists() else []
+            self._records = latest(_parse_log(self.path)) if self.path.exists() else []
             self._keys = {r["key"] for r in self._records}
         return self._records
 
@@ -183,11 +190,12 @@ class RecordLog:
     def __contains__(self, key: str) -> bool:
         return key in self.keys()
 
-    def append(self, record: Mapping) -> dict:
+    def append(self, record: Mapping, replace: bool = False) -> dict:
         """Write ``record`` (less the omitted fields, plus ``seconds`` when timed); return it as a
-        later read returns it."""
+        later read returns it. A key already in the log is an error unless ``replace`` (an extended
+        unit of work, which must carry more ``steps`` than the record it replaces)."""
         key = record["key"]
-        if key in self.keys():
+        if key in self.keys() and not replace:
             raise KeyError(f"record {key!r} is already in {self.path}")
         record = {k: v for k, v in record.items() if k not in self.omit}
         if self.timed:
@@ -200,9 +208,9 @@ class RecordLog:
             f.write(line + "\n")
             f.flush()
             os.fsync(f.fileno())
-        self._records.append(json.loads(line))            # what a later read returns
+        self._records = latest([*self._records, json.loads(line)])   # what a later read returns
         self._keys.add(key)
-        return self._records[-1]
+        return next(r for r in self._records if r["key"] == key)
 
     def _drop_torn_tail(self) -> None:
         """Cut a torn last line; reads only the last byte unless the line is torn."""
@@ -342,19 +350,31 @@ def records_file(folder: str | os.PathLike, rank: int = 0, world: int = 1, name:
     return Path(folder) / (name if world == 1 else f"{stem}-rank{rank}{dot}{ext}")
 
 
+def latest(records) -> list[dict]:
+    """One record per key, in the order keys first appear: the one with the most ``steps`` (a unit of
+    work extended after it was first written), the first of equals.
+
+    >>> latest([{"key": "a", "steps": 5}, {"key": "b"}, {"key": "a", "steps": 9}, {"key": "a", "steps": 9, "x": 1}])
+    [{'key': 'a', 'steps': 9}, {'key': 'b'}]
+    """
+    found: dict[str, dict] = {}
+    for record in records:
+        old = found.get(record["key"])
+        if old is None or record.get("steps", 0) > old.get("steps", 0):
+            found[record["key"]] = record
+    return list(found.values())
+
+
 def read_records(folder) -> list[dict]:
     """Every record of a run folder (a path or a shipped resource): ``records.jsonl`` and each
-    rank's log, merged by key (the first occurrence wins); torn last lines are ignored."""
+    rank's log, merged by key (:func:`latest`: an extended record replaces the one it extends,
+    whichever log holds it); torn last lines are ignored."""
     folder = Path(folder) if isinstance(folder, (str, os.PathLike)) else folder
     if not folder.is_dir():
         return []
     logs = sorted(p for p in folder.iterdir() if p.name.startswith(RECORDS_FILE.split(".")[0])
                   and p.name.endswith(".jsonl"))
-    found: dict[str, dict] = {}
-    for log in logs:
-        for record in _parse_log(log):
-            found.setdefault(record["key"], record)
-    return list(found.values())
+    return latest(record for log in logs for record in _parse_log(log))
 
 
 def _parse_log(log) -> list[dict]:

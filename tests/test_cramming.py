@@ -146,6 +146,101 @@ def test_probe_ends_on_budget_when_still_improving(monkeypatch):
     assert r.capacity == 3 and r.stop == "budget" and r.probes[-1][3] == "budget"
 
 
+class _SlowOracle(_Oracle):
+    """Target i solves lengths up to fast[i] after ``cost`` steps and lengths up to slow[i] only after
+    ``slow`` steps (counted over every probe at that length), with no better accuracy meanwhile: a
+    probe cut by patience fails there where a full budget succeeds."""
+
+    def __init__(self, fast, slow, cost=3, slow_cost=8):
+        super().__init__(fast, cost)
+        self.slow, self.slow_cost = slow, slow_cost
+
+    def __call__(self, lm, mem, targets, lengths, prefix, given, *args, **kwargs):
+        loss, correct, plen = super().__call__(lm, mem, targets, lengths, prefix, given, *args, **kwargs)
+        for j, (t, L) in enumerate(zip(targets[:, 0].tolist(), lengths.tolist())):
+            if self.capacity[t] < L <= self.slow[t] and self.calls[(t, L)] > self.slow_cost:
+                plen[j], correct[j] = L, L - given
+        return loss, correct, plen
+
+
+def test_capacities_are_decided_by_failures_with_the_full_budget(monkeypatch):
+    """A probe at capacity + 1 that stalled on patience does not decide: the confirming probe runs
+    max_steps from the solution at capacity, and where it succeeds the search goes on upward; each
+    capacity below n_max ends on a failure that ran max_steps after the solution at capacity. Without
+    confirmations (the search before them) the capacities stay at the lengths patience could reach."""
+    fast, slow = [6, 10, 13, 3, 40], [9, 10, 20, 5, 40]
+    cfg = cr.CramConfig.quick(n_start=4, growth=1.5, n_max=40, patience=5, max_steps=30)
+    toy, targets = _stub(fast, cfg.n_max)
+    monkeypatch.setattr(cr, "certify", lambda lm, mem, target, capacity, *a, **k: {"matched": capacity - 1})
+    monkeypatch.setattr(cr, "teacher_forced", _SlowOracle(dict(enumerate(fast)), dict(enumerate(slow))))
+    results = cr.cram(toy, targets, 1, cfg, batch_size=3)
+    assert [r.capacity for r in results] == slow
+    for r in results:
+        assert r.steps == sum(p[2] for p in r.probes) and r.replays == [] and r.nonfinite == 0
+        assert {p[4] for p in r.probes} <= set(cr.PROBE_STARTS)
+        if r.stop == "full":
+            continue
+        solved_at = max(i for i, p in enumerate(r.probes) if p[1] and p[0] == r.capacity)
+        deciding = [p for p in r.probes[solved_at:] if p[0] == r.capacity + 1 and not p[1]]
+        assert deciding and deciding[-1][2] == cfg.max_steps and deciding[-1][4] == "confirm"
+        assert r.stop == deciding[-1][3] == "patience"                # stalled, not still improving
+    moved = [r for r, f in zip(results, fast) if r.capacity > f]
+    assert moved and all(any(p[4] == "confirm" and p[1] for p in r.probes) for r in moved)
+    monkeypatch.setattr(cr, "teacher_forced", _SlowOracle(dict(enumerate(fast)), dict(enumerate(slow))))
+    monkeypatch.setattr(cr, "decided", lambda *a: True)
+    assert [r.capacity for r in cr.cram(toy, targets, 1, cfg, batch_size=3)] == fast
+
+
+def _before_confirmations(monkeypatch, run):
+    """``run()`` under the search before confirmations, its records as they were written then
+    (probes of four fields, no [mem])."""
+    with monkeypatch.context() as patch:
+        patch.setattr(cr, "decided", lambda *a: True)
+        results = run()
+    return results, {r.index: {**r.record(with_mem=False), "probes": [p[:4] for p in r.probes]}
+                     for r in results}
+
+
+def test_an_old_record_is_extended_as_a_fresh_search_ends_bitwise(toy, monkeypatch):
+    """A record saved without [mem] before confirmations existed is extended by replaying its solved
+    probes (each reproduces its step count exactly on one thread in float32) and then confirming: the
+    extended search has the probes, capacity and [mem] of a fresh search, plus the replays' steps."""
+    cfg = replace(SMALL, n_start=2, growth=2.0, n_max=16)
+    targets = random_targets(toy.info.real_token_ids, 6, cfg.n_max, seed=7)
+    fresh = cr.cram(toy, targets, 2, cfg, seed=7, batch_size=3)
+    old, records = _before_confirmations(monkeypatch, lambda: cr.cram(toy, targets, 2, cfg, seed=7, batch_size=3))
+    todo = [i for i, rec in records.items() if not cr.search_decided(rec, cfg)]
+    assert todo and all(cr.search_decided(r.record(), cfg) for r in fresh)
+    ext = cr.cram(toy, targets[todo], 2, cfg, seed=7, indices=todo, batch_size=2,
+                  reopen={i: records[i] for i in todo})
+    for e, i in zip(ext, todo):
+        assert (e.capacity, e.capacity_teacher, e.stop, e.probes) == (fresh[i].capacity, fresh[i].capacity_teacher,
+                                                                       fresh[i].stop, fresh[i].probes)
+        assert np.array_equal(e.mem, fresh[i].mem)
+        assert [r[:3] for r in e.replays] == [p[:3] for p in old[i].probes if p[1]]
+        assert e.steps == fresh[i].steps + sum(r[2] for r in e.replays)
+
+
+def test_a_sweep_extends_old_records_and_keeps_them(toy64, tmp_path, monkeypatch):
+    """Resuming a sweep whose records predate confirmations extends each undecided record in place:
+    the log keeps the first line, the extended record replaces it on reading, and its seconds include
+    the first record's."""
+    cfg = replace(SMALL, max_steps=20)
+    path = tmp_path / "records.jsonl"
+    _, records = _before_confirmations(monkeypatch, lambda: cr.cram(
+        toy64, make_targets(toy64, "random-tokens", 3, cfg.n_max, seed=5), 1, cfg, seed=5))
+    log = RecordLog(path)
+    for i, rec in records.items():
+        log.append({"key": cr.record_key("random-tokens", 1, i), "kind": "random-tokens", "model": "toy",
+                    **rec, "seconds": 100.0})
+    out = cr.sweep(toy64, "random-tokens", [1], 3, cfg, seed=5, log=RecordLog(path, timed=True))
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    extended = [r for r in out if r["steps"] > records[r["index"]]["steps"]]
+    assert extended and len(lines) == 3 + len(extended)
+    assert all(cr.search_decided(r, cfg) and r["seconds"] >= 100.0 for r in out)
+    assert sorted(r["key"] for r in RecordLog(path)) == sorted(r["key"] for r in out)
+
+
 # --- batching, certification, layout -----------------------------------------------------------
 
 
@@ -199,7 +294,8 @@ def test_teacher_forced_logits_are_the_models_own(toy):
 
 def test_batched_equals_one_at_a_time_in_float64(toy64):
     """In float64, rounding differences between a batch and single runs stay far below what moves an
-    argmax over a few hundred steps: every probe, capacity and [mem] agrees."""
+    argmax over a few hundred steps: every probe, capacity and [mem] agrees ([mem] entries of order 1
+    to 1e-8 after the confirming probes' full budgets; measured 2.3e-9)."""
     cfg = replace(SMALL, n_start=6, growth=2.0, n_max=24)   # probes of 6, 12, 24 and bisection
     targets = random_targets(toy64.info.real_token_ids, 4, cfg.n_max, seed=4)
     batched = cr.cram(toy64, targets, 3, cfg, seed=4, batch_size=3)     # continuous batching: slots refill
@@ -208,7 +304,7 @@ def test_batched_equals_one_at_a_time_in_float64(toy64):
     assert _outcome(batched) == _outcome(single)
     assert len({len(r.probes) for r in batched}) >= 2, "the check should cover several search paths"
     for a, b in zip(batched, single):
-        np.testing.assert_allclose(a.mem, b.mem, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(a.mem, b.mem, rtol=0, atol=1e-8)
 
 
 def test_batched_equals_one_at_a_time_bitwise_in_float32(toy):
@@ -355,8 +451,8 @@ class _DyingLog(RecordLog):
         super().__init__(path)
         self.after = after
 
-    def append(self, record):
-        stored = super().append(record)
+    def append(self, record, replace=False):
+        stored = super().append(record, replace)
         self.after -= 1
         if self.after == 0:
             raise _Interrupt
@@ -464,7 +560,7 @@ def test_sweep_resumes_without_loss_or_duplicates(toy64, tmp_path, protocol):
         cr.sweep(toy64, "random-tokens", [1, 2], 3, cfg, log=_DyingLog(path, after=4), **kw)
     assert len(RecordLog(path).records()) == 4
     resumed = cr.sweep(toy64, "random-tokens", [1, 2], 3, cfg, log=RecordLog(path), batch_size=2, **kw)
-    keys = [r["key"] for r in RecordLog(path)]
+    keys = [json.loads(line)["key"] for line in path.read_text().splitlines()]   # every line, none merged
     assert len(keys) == len(set(keys)) == (6 if protocol == "search" else 12)
     assert _caps(resumed) == _caps(reference)
 
@@ -537,7 +633,7 @@ def test_presets_and_validation():
     assert cr.CramConfig.quick().lr == 0.1 and cr.CramConfig.quick().max_steps <= 300
     fixed = paper.fixed(40)
     assert (fixed.n_start, fixed.n_max, fixed.bisect, fixed.lr) == (40, 40, False, paper.lr)
-    for bad in (dict(lr=0), dict(autocast_dtype="float16"), dict(n_start=1), dict(n_max=4, n_start=8),
+    for bad in (dict(lr=0), dict(autocast_dtype="float8"), dict(n_start=1), dict(n_max=4, n_start=8),
                 dict(prefix="bos"), dict(prefix_position="middle")):
         with pytest.raises(InputError):
             cr.CramConfig(**bad)
