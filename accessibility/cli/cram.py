@@ -76,7 +76,8 @@ def add_arguments(parser) -> None:
                         "that solved the longest shorter length)")
     parser.add_argument("--autocast-dtype", choices=AUTOCAST_DTYPES, default=CramConfig.autocast_dtype,
                         help="autocast dtype of the optimisation (certification runs without; auto: bfloat16 "
-                        "on a CUDA device that supports it, else float32; default %(default)s)")
+                        "on a CUDA device that supports it, else float32; float16: the published fp16 autocast "
+                        "without a gradient scaler, emulated on a CPU; default %(default)s)")
     for name, (kind, help_text) in OVERRIDES.items():
         parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=None, help=help_text)
     add_precision_arguments(parser, radius=True)
