@@ -795,6 +795,24 @@ def points_by_m(records) -> dict[int, dict[int, float]]:
     return {m: {n: float(np.mean(v)) for n, v in sorted(by_n.items())} for m, by_n in sorted(runs.items())}
 
 
+def lengths_after(records, ms: Sequence[int], count: int, offset: int = 1) -> dict[int, dict[int, int]]:
+    """{m: {target index: capacity + offset}} from the search records of a run, for fixed-length runs
+    just beyond each certified capacity (:func:`sweep`'s ``lengths``). Targets censored at n_max
+    (capacity >= n_max: nothing is known beyond it) are left out.
+
+    >>> lengths_after([{"m": 1, "index": 0, "capacity": 7, "n_max": 9}, {"m": 1, "index": 1, "capacity": 9,
+    ...                "n_max": 9}, {"m": 2, "index": 0, "capacity": 12, "n_max": 9}], [1], 2)
+    {1: {0: 8}}
+    """
+    out: dict[int, dict[int, int]] = {int(m): {} for m in ms}
+    for r in records:
+        if "n" in r or int(r["m"]) not in out or int(r["index"]) >= count:
+            continue
+        if r.get("n_max") is None or r["capacity"] < r["n_max"]:
+            out[int(r["m"])][int(r["index"])] = int(r["capacity"]) + offset
+    return {m: dict(sorted(v.items())) for m, v in out.items()}
+
+
 def shard_from_env(environ=None) -> tuple[int, int]:
     """(rank, world size) of this process under ``torchrun``/``accelerate launch`` (the ``RANK`` and
     ``WORLD_SIZE`` variables), else (0, 1).
@@ -812,12 +830,14 @@ def shard_from_env(environ=None) -> tuple[int, int]:
 def sweep(lm, kind: str, ms: Sequence[int], count: int, config: CramConfig, *, protocol: str = "search",
           grid: Sequence[int] | None = None, scan: dict | None = None, seed: int = 0, log=None, known=(),
           batch_size: int = 16, progress: bool = False, shard: tuple[int, int] = (0, 1),
-          inflight=None) -> list[dict]:
+          inflight=None, lengths: Mapping[int, Mapping[int, int]] | None = None) -> list[dict]:
     """Run targets 0..count-1 of ``kind`` at each m under ``protocol``; returns the records.
 
     ``search``: one record per (m, target) with its certified capacity (:func:`cram`).
     ``published``: one record per (m, n, target) with ``solved`` (a fixed-length run at n), n on
-    ``grid`` or on the authors' :func:`adaptive_scan` (``scan`` overrides its constants).
+    ``grid`` or on the authors' :func:`adaptive_scan` (``scan`` overrides its constants), or, with
+    ``lengths`` ({m: {target index: n}}), at each target's own length (e.g. its capacity + 1 in a
+    search run: :func:`lengths_after`), for the targets it names.
     Each result is appended to ``log`` (a :class:`~accessibility.results.RecordLog`) as it comes;
     results already in ``log`` or in ``known`` (records of other logs of the same run, e.g. other
     ranks) are not recomputed, so a killed sweep resumes without losing or repeating work. A search
@@ -840,6 +860,8 @@ def sweep(lm, kind: str, ms: Sequence[int], count: int, config: CramConfig, *, p
     if protocol == "published" and grid is None and world > 1:
         raise InputError("the adaptive scan of the published protocol needs every target's result; "
                          "give an explicit --n-grid to split it across processes")
+    if lengths is not None:
+        grid = sorted({int(n) for per in lengths.values() for n in per.values()}) or [2]
     n_max = config.n_max if protocol == "search" else max(grid or [PUBLISHED_SCAN["n_max"]])
     mine = [i for i in range(count) if i % world == rank]
     targets = make_targets(lm, kind, count, n_max, seed=seed)
@@ -861,8 +883,8 @@ def sweep(lm, kind: str, ms: Sequence[int], count: int, config: CramConfig, *, p
             found[rec["key"]] = log.append(rec, replace=old is not None)   # as the log keeps it
         return write
 
-    def run(m: int, n: int | None) -> list[dict]:
-        todo = [i for i in mine if not final(record_key(kind, m, i, n))]
+    def run(m: int, n: int | None, only: Sequence[int] | None = None) -> list[dict]:
+        todo = [i for i in mine if (only is None or i in only) and not final(record_key(kind, m, i, n))]
         if todo:
             cfg, tg = (config, targets) if n is None else (config.fixed(n), targets[:, :n])
             saved = {} if inflight is None else inflight.states(done={k for k in found if final(k)})
@@ -872,7 +894,8 @@ def sweep(lm, kind: str, ms: Sequence[int], count: int, config: CramConfig, *, p
                 lambda states: inflight.save({record_key(kind, m, i, n): v for i, v in states.items()}))
             cram(lm, tg[todo], m, cfg, seed=seed, indices=todo, batch_size=batch_size, progress=progress,
                  on_result=keep(m, n), resume=resume, on_checkpoint=checkpoint, reopen=reopen)
-        return [found[k] for i in range(count) if (k := record_key(kind, m, i, n)) in found]
+        return [found[k] for i in (range(count) if only is None else only)
+                if (k := record_key(kind, m, i, n)) in found]
 
     out = []
     for m in ms:
@@ -885,7 +908,11 @@ def sweep(lm, kind: str, ms: Sequence[int], count: int, config: CramConfig, *, p
             points[n] = run(m, n)
             return float(np.mean([r["solved"] for r in points[n]]))
 
-        if grid is None:
+        if lengths is not None:
+            own = {i: int(n) for i, n in lengths.get(m, {}).items() if i < count}
+            for n in sorted(set(own.values())):
+                points[n] = run(m, n, only=[i for i, v in own.items() if v == n])
+        elif grid is None:
             adaptive_scan(point, scan)
         else:
             for n in grid:

@@ -440,6 +440,23 @@ def test_published_points_are_fixed_length_runs(toy):
     assert list(points.values()) == direct and points[3] >= points[12]
 
 
+def test_fixed_runs_at_each_targets_own_length(toy):
+    """``lengths`` runs one fixed-length run per target at its own n (capacity + 1 of a search), each
+    the run a one-target fixed-length cram gives; targets it does not name are not run."""
+    search = cr.sweep(toy, "random-tokens", [1], 4, SMALL, seed=8)
+    lengths = cr.lengths_after(search, [1], 3)
+    assert sorted(lengths[1]) == [0, 1, 2] and all(lengths[1][r["index"]] == r["capacity"] + 1
+                                                   for r in search if r["index"] < 3)
+    runs = cr.sweep(toy, "random-tokens", [1], 4, SMALL, protocol="published", seed=8, lengths=lengths)
+    targets = random_targets(toy.info.real_token_ids, 4, SMALL.n_max, seed=8)
+    assert sorted(r["index"] for r in runs) == [0, 1, 2]
+    for r in runs:
+        n = lengths[1][r["index"]]
+        (alone,) = cr.cram(toy, targets[r["index"]:r["index"] + 1, :n], 1, SMALL.fixed(n), seed=8,
+                           indices=[r["index"]])
+        assert (r["n"], r["solved"], r["steps"]) == (n, alone.capacity >= n, alone.steps)
+
+
 class _Interrupt(Exception):
     pass
 
