@@ -122,21 +122,33 @@ def _table(capacities_by_m: Mapping) -> np.ndarray:
     return out
 
 
-def logistic_n50(ns, accessibility) -> float:
+def logistic_n50(ns, accessibility, require_crossing: bool = True) -> float:
     """The published n_50: midpoint of a logistic 1/(1 + exp((n - n50)/s)) fitted to the points
-    (asymptotes fixed at 1 and 0). NaN when the points never cross 1/2 or the fit fails.
+    (asymptotes fixed at 1 and 0). With ``require_crossing`` (default), NaN when the points never
+    cross 1/2 or the fit fails. Without it, what a fit that checks nothing converges to: started at
+    the first point when the points never cross, and, when at most one point lies strictly between
+    0 and 1 (no finite width fits a single step from a to 0), the limit of its least squares as the
+    width goes to 0: the midpoint of a logistic of width :data:`MIN_WIDTH`, within hundredths of a
+    token of that point.
 
     >>> round(logistic_n50([4, 5, 6, 7, 8], [1.0, 0.9, 0.5, 0.1, 0.0]), 6)
     6.0
+    >>> math.isnan(logistic_n50([10, 20], [0.3, 0.0])), round(logistic_n50([10, 20], [0.3, 0.0], False), 1)
+    (True, 10.0)
     """
-    from scipy.optimize import OptimizeWarning, curve_fit
+    from scipy.optimize import OptimizeWarning, curve_fit, least_squares
 
     ns, acc = np.asarray(ns, float), np.asarray(accessibility, float)
-    if not (acc.max() >= 0.5 >= acc.min()):
+    crosses = acc.max() >= 0.5 >= acc.min()
+    if require_crossing and not crosses:
         return math.nan
     f = lambda n, mid, s: 1 / (1 + np.exp(np.clip((n - mid) / s, -50, 50)))
     order = np.argsort(ns)
-    start = np.interp(0.5, acc[order][::-1], ns[order][::-1])
+    start = np.interp(0.5, acc[order][::-1], ns[order][::-1]) if crosses else ns.min()
+    if not require_crossing and ((acc > 0) & (acc < 1)).sum() <= 1:
+        inner = ns[(acc > 0) & (acc < 1)]
+        start = inner[0] if len(inner) else start
+        return float(least_squares(lambda p: f(ns, p[0], MIN_WIDTH) - acc, [start]).x[0])
     try:
         with warnings.catch_warnings():        # a step-like curve leaves the width undetermined
             warnings.simplefilter("ignore", OptimizeWarning)
@@ -144,6 +156,11 @@ def logistic_n50(ns, accessibility) -> float:
     except RuntimeError:
         return math.nan
     return float(mid)
+
+
+#: Narrowest logistic width (tokens) of an unchecked fit (:func:`logistic_n50`): a step, whose
+#: midpoint is then within a few hundredths of a token of its limit.
+MIN_WIDTH = 1e-2
 
 
 def survival_n50(capacities) -> float:
@@ -378,3 +395,38 @@ def _fit(ms, n50s, caps, intercept: bool, n_boot: int, confidence: float, seed: 
     low, high = bootstrap_slope(caps, intercept=intercept, n_boot=n_boot, confidence=confidence, seed=seed)
     r2 = None if math.isnan(line.r2) else line.r2
     return SlopeFit(line.slope, line.intercept, r2, line.n_points, low, high)
+
+
+def scan_n50(capacities, scan: Mapping | None = None) -> tuple[dict[int, float], float]:
+    """n_50 as the published pipeline reports it for a population whose accessibility is exactly
+    that of ``capacities`` (no sampling noise): the authors' adaptive scan over n
+    (:func:`accessibility.cramming.adaptive_scan`: n = 10, then steps of 100 while accessibility
+    > 0.9, then steps of 10 until it falls below 0.1), then a logistic fitted to the scanned points
+    (:func:`logistic_n50`, extrapolated when they never cross 1/2). Returns (points, n_50).
+
+    >>> points, mid = scan_n50([8, 9, 10, 11, 12, 13])   # n_50 11: the scan sees 10 and 20 only
+    >>> {n: round(a, 2) for n, a in points.items()}, round(mid, 1), round(survival_n50([8, 9, 10, 11, 12, 13]), 1)
+    ({10: 0.67, 20: 0.0}, 10.0, 11.0)
+    """
+    from accessibility.cramming import adaptive_scan
+
+    c = np.asarray(capacities, float)
+    points = adaptive_scan(lambda n: float(accessibility_curve(c, [n])[0]), dict(scan or {}))
+    return points, logistic_n50(list(points), list(points.values()), require_crossing=False)
+
+
+def scan_floor(capacities, shifts, scan: Mapping | None = None) -> list[dict]:
+    """What the published scan reports as the true n_50 moves: for each shift k, the capacities
+    moved by -k tokens, their :func:`survival_n50` (the midpoint on every integer n) and
+    :func:`scan_n50`'s (the midpoint on the published grid). Near and below the grid's first point
+    (n = 10) the second stays near 10 whatever the first.
+
+    >>> [round(r["scan_n50"], 1) for r in scan_floor([8, 9, 10, 11, 12, 13], [0, 2])]
+    [10.0, 9.9]
+    """
+    rows = []
+    for k in shifts:
+        shifted = np.asarray(capacities, float) - k
+        points, fit = scan_n50(shifted, scan)
+        rows.append({"shift": int(k), "n50": survival_n50(shifted), "points": points, "scan_n50": fit})
+    return rows
