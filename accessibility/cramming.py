@@ -699,6 +699,19 @@ def upgrade_probes(probes, warm_start: bool = True) -> list[list]:
     return out
 
 
+def unconfirmed_capacity(record: Mapping) -> int:
+    """The capacity a search record had before its first confirming probe (the longest length solved
+    before it: that probe ran at capacity + 1); the record's capacity when none ran.
+
+    >>> unconfirmed_capacity({"capacity": 9, "probes": [[8, True, 90, "solved", "init"],
+    ...     [9, False, 150, "patience", "warm"], [9, True, 310, "solved", "confirm"],
+    ...     [10, False, 500, "patience", "confirm"]]})
+    8
+    """
+    first = next((p for p in record["probes"] if len(p) > 4 and p[4] == "confirm"), None)
+    return int(record["capacity"]) if first is None else int(first[0]) - 1
+
+
 def search_decided(record: Mapping, config: CramConfig) -> bool:
     """Whether a saved search record is final under ``config`` (:func:`decided`); records of a
     search that closed on a failure without the full budget are extended by :func:`sweep`."""
