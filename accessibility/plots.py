@@ -17,15 +17,14 @@ import os
 import matplotlib.pyplot as plt
 import seaborn as sns
 
+from accessibility import BOOK_BUILD_ENV
+
 #: Widest figure (inches): the book's content column at the figures' resolution.
 MAX_WIDTH = 6.4
 #: Text cells of a table longer than this many characters may wrap (numbers and short labels never do).
 PROSE_CELL = 24
 #: Smallest legend text (points) that stays readable at that width.
 MIN_LEGEND_POINTS = 8.0
-#: Set to 1 by the book build (``book/_ext``): figures are then shown by the book's captioned
-#: ``{glue:figure}`` and not as cell outputs.
-BOOK_BUILD_ENV = "ACCESSIBILITY_BOOK_BUILD"
 
 
 def use_style() -> None:
