@@ -67,12 +67,17 @@ def _toc_pages() -> list[str]:
 
 WAIT_FOR_MATHJAX = """
 const done = arguments[arguments.length - 1];
-const mj = window.MathJax;
-if (mj && mj.startup && mj.startup.promise) {
-  mj.startup.promise.then(() => done("typeset")).catch(e => done("error: " + e));
-} else {
-  done(mj ? "MathJax configured but not loaded" : "no MathJax");
-}
+const start = Date.now();
+(function wait() {  // on a busy machine the deferred MathJax script may still be loading
+  const mj = window.MathJax;
+  if (mj && mj.startup && mj.startup.promise) {
+    mj.startup.promise.then(() => done("typeset")).catch(e => done("error: " + e));
+  } else if (mj && Date.now() - start < 20000) {
+    setTimeout(wait, 100);
+  } else {
+    done(mj ? "MathJax configured but not loaded" : "no MathJax");
+  }
+})();
 """
 
 INSPECT = r"""
