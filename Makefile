@@ -55,8 +55,12 @@ test: $(STAMP)
 browser: $(STAMP) mathjax
 	$(BIN)/python -m pytest -rs -m browser tests/test_browser.py
 
-# Regenerate the Colab install cell and the .ipynb twin of every chapter after editing a chapter.
-twins: $(STAMP)
+# The .ipynb twins after editing a chapter or the package: the twins show the executed book of the defaults
+# (a reader who opens one runs those), so the book is built first without quick mode; a REF that does not
+# exist stops before anything runs.
+twins:
+	$(if $(REF),$(if $(shell git rev-parse -q --verify '$(REF)^{commit}' 2> /dev/null),,$(error no commit or tag '$(REF)' in this repository: nothing pinned)))
+	$(MAKE) --no-print-directory book ACCESSIBILITY_QUICK=
 	$(BIN)/python book/sync.py $(if $(REF),--ref $(REF))
 
 release: $(STAMP)

@@ -111,6 +111,8 @@ def format_table(table, decimals: int | dict = 2, *, default: int = 2):
     >>> "white-space: normal" in html, ">0</th>" in html
     (True, False)
     """
+    import hashlib
+
     import numpy as np
     import pandas as pd
 
@@ -132,7 +134,8 @@ def format_table(table, decimals: int | dict = 2, *, default: int = 2):
             whole = len(finite) and bool((finite == finite.round()).all()) and finite.abs().max() < 1e15
             formats[column] = "{:.0f}" if whole else f"{{:.{digits}f}}"
     wrap = {ord("_"): "_\u200b", ord("/"): "/\u200b"}
-    styler = df.style.format(formats, na_rep="—")
+    # ids from the content, not random: a rebuilt page or notebook twin stays the same
+    styler = df.style.format(formats, na_rep="—").set_uuid(hashlib.sha1(df.to_csv().encode()).hexdigest()[:8])
     styler = styler.format_index(lambda label: str(label).translate(wrap), axis=1)
     if hidden:
         styler = styler.hide(axis="index")
