@@ -156,8 +156,6 @@ def _shown(cell) -> list:
                 shown.append(nbformat.v4.new_output("display_data", data=data))
         elif not (tags & {"remove-output", "remove-cell"} or f"remove-{output.get('name')}" in tags):
             output.get("metadata", {}).pop("scrapbook", None)
-            if "execution_count" in output:
-                output.execution_count = None
             shown.append(output)
     return shown
 
@@ -409,8 +407,11 @@ def twin(md: Path, ref: str, executed: Executed):
     """The ``.ipynb`` twin of chapter ``md``: its install cell at ``ref``, its code with the outputs
     of ``executed``, and its markdown rewritten for notebook clients with the values glued there."""
     nb = with_install_cell(jupytext.read(md), ref)
-    for cell, outputs in zip(_chapter_code(nb), executed.outputs, strict=True):
-        cell.outputs = outputs
+    for count, (cell, outputs) in enumerate(zip(_chapter_code(nb), executed.outputs, strict=True), 1):
+        cell.outputs, cell.execution_count = outputs, count  # a cell with outputs has run (nbval)
+        for output in outputs:
+            if "execution_count" in output:
+                output.execution_count = count
     counters: dict = {}
     cells = [nbformat.v4.new_markdown_cell(notebook_markdown(c.source, md, counters, executed.glue),
                                            metadata=c.metadata)

@@ -142,6 +142,9 @@ def test_twins_show_the_outputs_of_the_executed_book():
     assert any("text/html" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     hidden = [c for c in nb.cells if c.cell_type == "code" and "remove-output" in c.metadata.get("tags", [])]
     assert all(not c.outputs for c in hidden)
+    for md in CODE:  # nbval fails a cell that has outputs but no execution count ("unrun")
+        twin = nbformat.read(md.with_suffix(".ipynb"), as_version=4)
+        assert all(c.execution_count for c in twin.cells if c.cell_type == "code" and c.outputs), md.stem
 
 
 @pytest.mark.parametrize("md", CODE, ids=lambda p: p.stem)
