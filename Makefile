@@ -1,9 +1,12 @@
 # Two entry points, each creating or reusing the virtual environment it needs:
-#   make book   execute every chapter (full CPU-scale runs, offline) and build the HTML book
+#   make book   execute every chapter (full CPU-scale runs, offline) and build the HTML book; chapters
+#               whose code, package and environment did not change come from the execution cache
+#               (EXECUTE=force executes every chapter, as CI does)
 #   make test   unit tests, doctests and nbval over every chapter (quick mode)
 # and, for the book's maintainers:
 #   make browser               open every page of the built book in headless Chromium (tests/test_browser.py)
-#   make twins [REF=<commit>]  rewrite each chapter's install cell and .ipynb twin (REF: pin another commit)
+#   make twins [REF=<commit>]  build the book in default mode, then write each chapter's .ipynb twin from
+#                              it (values, tables, figures); REF pins the twins' install cells to another commit
 #   make release TAG=vX.Y.Z    version, pinned twins, launch buttons at the tag: two commits and the tag
 PYTHON ?= python3
 VENV ?= .venv
@@ -18,6 +21,8 @@ MATHJAX := .mathjax/node_modules/mathjax/es5/tex-mml-chtml.js
 # Never touch a model or dataset hub from the book build or the tests.
 OFFLINE := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1
 PYTEST_ARGS ?=
+# Empty: `execute_notebooks` of _config.yml (cache); force: execute every chapter (book/_ext reads BOOK_EXECUTE).
+EXECUTE ?=
 
 .PHONY: book test install mathjax browser twins release clean
 
@@ -42,7 +47,7 @@ $(MATHJAX):
 	else echo "npm not found: the book's pages will load MathJax from its CDN"; fi
 
 book: $(STAMP) mathjax
-	$(OFFLINE) $(BIN)/jupyter-book build --all -W -n --keep-going .
+	$(OFFLINE) $(if $(EXECUTE),BOOK_EXECUTE=$(EXECUTE)) $(BIN)/jupyter-book build --all -W -n --keep-going .
 
 test: $(STAMP)
 	$(OFFLINE) ACCESSIBILITY_QUICK=1 $(BIN)/python -m pytest -rs $(PYTEST_ARGS)
@@ -50,8 +55,12 @@ test: $(STAMP)
 browser: $(STAMP) mathjax
 	$(BIN)/python -m pytest -rs -m browser tests/test_browser.py
 
-# Regenerate the Colab install cell and the .ipynb twin of every chapter after editing a chapter.
-twins: $(STAMP)
+# The .ipynb twins after editing a chapter or the package: the twins show the executed book of the defaults
+# (a reader who opens one runs those), so the book is built first without quick mode; a REF that does not
+# exist stops before anything runs.
+twins:
+	$(if $(REF),$(if $(shell git rev-parse -q --verify '$(REF)^{commit}' 2> /dev/null),,$(error no commit or tag '$(REF)' in this repository: nothing pinned)))
+	$(MAKE) --no-print-directory book ACCESSIBILITY_QUICK=
 	$(BIN)/python book/sync.py $(if $(REF),--ref $(REF))
 
 release: $(STAMP)

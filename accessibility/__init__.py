@@ -20,6 +20,9 @@ __version__ = "0.1.0"
 
 #: Environment variable that shrinks every chapter's loops (CI and ``make test`` set it to 1).
 QUICK_ENV = "ACCESSIBILITY_QUICK"
+#: Set to 1 by the book build (``book/_ext``): figures are then shown by the book's captioned
+#: ``{glue:figure}`` and not as cell outputs, and the chapters show no progress bars.
+BOOK_BUILD_ENV = "ACCESSIBILITY_BOOK_BUILD"
 #: Environment variable that moves the cache of dequantized weights and trained models.
 CACHE_ENV = "ACCESSIBILITY_CACHE"
 #: The paper's per-model table, shipped as package data: read whole by :mod:`accessibility.published`,
@@ -37,6 +40,16 @@ def quick_mode(environ: Mapping[str, str] | None = None) -> bool:
     """
     value = (os.environ if environ is None else environ).get(QUICK_ENV, "")
     return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def progress_bars(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether a chapter shows progress bars for its long loops: yes in a notebook or a terminal,
+    not while the book is built (``ACCESSIBILITY_BOOK_BUILD=1``), whose pages show results.
+
+    >>> progress_bars({}), progress_bars({"ACCESSIBILITY_BOOK_BUILD": "1"})
+    (True, False)
+    """
+    return (os.environ if environ is None else environ).get(BOOK_BUILD_ENV) != "1"
 
 
 def cache_dir() -> Path:

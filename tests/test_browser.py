@@ -15,6 +15,8 @@ from the book's local copy, ``make mathjax``). A page fails on:
 - an unresolved reference: ``???``, raw MyST roles (``{numref}`` ...), docutils' problematic
   nodes, a reference that reads "Corollary " with no number, a link to a missing page or anchor.
 
+The anchors that the intro's "How to cite" names must be on their pages and made from labels.
+
 Without a build, Chromium or chromedriver the tests are skipped, with the reason. The checker is
 itself tested on small synthetic pages (an overflowing equation, a duplicated figure, a clean page).
 """
@@ -65,12 +67,17 @@ def _toc_pages() -> list[str]:
 
 WAIT_FOR_MATHJAX = """
 const done = arguments[arguments.length - 1];
-const mj = window.MathJax;
-if (mj && mj.startup && mj.startup.promise) {
-  mj.startup.promise.then(() => done("typeset")).catch(e => done("error: " + e));
-} else {
-  done(mj ? "MathJax configured but not loaded" : "no MathJax");
-}
+const start = Date.now();
+(function wait() {  // on a busy machine the deferred MathJax script may still be loading
+  const mj = window.MathJax;
+  if (mj && mj.startup && mj.startup.promise) {
+    mj.startup.promise.then(() => done("typeset")).catch(e => done("error: " + e));
+  } else if (mj && Date.now() - start < 20000) {
+    setTimeout(wait, 100);
+  } else {
+    done(mj ? "MathJax configured but not loaded" : "no MathJax");
+  }
+})();
 """
 
 INSPECT = r"""
@@ -257,6 +264,25 @@ def book():
 def test_page_reads_cleanly(page, book, browser):
     problems = check_page(browser, book + page, book, HTML)
     assert not problems, f"{page}:\n  " + "\n  ".join(problems)
+
+
+#: An anchor that the intro's "How to cite" names: ```book/<chapter>.html#<id>```.
+CITED_ANCHOR = re.compile(r"`(?P<page>book/[\w-]+\.html)#(?P<id>[\w-]+)`")
+
+
+def test_how_to_cite_names_anchors_that_exist_and_stay(book):
+    """Every anchor of the intro's "How to cite" is on its page, and is made from a label of the
+    chapter's source (``:label: thm-45`` gives ``thm-45``, ``$$ (eq-slope)`` gives
+    ``equation-eq-slope``), never from a number, so that it stays the same from build to build."""
+    text = (ROOT / "book" / "intro.md").read_text()
+    named = CITED_ANCHOR.findall(text[text.index("## How to cite"):])
+    assert len(named) >= 5, "the pattern finds the section's anchors"
+    missing = [f"{page}#{anchor}" for page, anchor in named if anchor not in _ids(HTML / page)]
+    assert not missing, f"anchors named in How to cite but not in the built pages: {missing}"
+    unlabelled = [f"{page}#{anchor}" for page, anchor in named
+                  if not re.search(rf"^(?::label: {anchor}|\$\$ \({anchor.removeprefix('equation-')}\))$",
+                                   (ROOT / page).with_suffix(".md").read_text(), re.M)]
+    assert not unlabelled, f"anchors that are no label of their chapter (they would change): {unlabelled}"
 
 
 # --- the checker on synthetic pages ---

@@ -1,8 +1,14 @@
 """The book's own Sphinx extension (``sphinx.local_extensions`` in ``_config.yml``).
 
+- executes the chapters through an execution cache that stays correct: jupyter-cache re-executes a
+  chapter whose code changed, and :func:`_execution_cache` clears the cache when anything else the
+  outputs depend on changed (the package with its shipped data, ``pyproject.toml``, the installed
+  versions, Python); quick mode (``ACCESSIBILITY_QUICK``) has a cache of its own. ``BOOK_EXECUTE``
+  overrides ``execute.execute_notebooks`` (CI: ``force``, every chapter executed fresh).
+  ``book/sync.py`` writes the notebook twins from the cache of the default mode;
 - tells the chapters' kernels that they run inside the book build
-  (:data:`accessibility.plots.BOOK_BUILD_ENV`), so that :func:`accessibility.plots.glue_figure` shows
-  each figure once, in its captioned ``{glue:figure}``;
+  (:data:`accessibility.BOOK_BUILD_ENV`), so that :func:`accessibility.plots.glue_figure` shows
+  each figure once, in its captioned ``{glue:figure}``, and the chapters show no progress bars;
 - serves MathJax from the local copy that ``make mathjax`` installs (``.mathjax/``, the npm package
   ``mathjax@3``), copied into ``_static/mathjax``: the pages typeset offline and the published book
   needs no CDN. Without the copy the pages load MathJax from its CDN, as Sphinx does by default;
@@ -16,20 +22,25 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
+import sys
+from importlib import metadata
 from pathlib import Path
 
 from docutils import nodes
 from sphinx.util import logging
 
+from accessibility import BOOK_BUILD_ENV, quick_mode  # cheap: the package's __init__ imports nothing heavy
+
 ROOT = Path(__file__).resolve().parents[2]
-#: :data:`accessibility.plots.BOOK_BUILD_ENV` (not imported: matplotlib would load with every build)
-BOOK_BUILD_ENV = "ACCESSIBILITY_BOOK_BUILD"
 #: The ``es5`` folder of the npm package ``mathjax@3`` (``make mathjax``).
 MATHJAX = ROOT / ".mathjax" / "node_modules" / "mathjax" / "es5"
 MATHJAX_ENTRY = "tex-mml-chtml.js"
+#: Overrides ``execute.execute_notebooks`` of ``_config.yml`` (``make book EXECUTE=force``).
+EXECUTE_ENV = "BOOK_EXECUTE"
 PAPER_TITLE = re.compile(r"^\s*\((?P<number>\d+(?:\.\d+)*)\s*[,:]\s*(?P<title>.+)\)\s*$", re.S)
 
 logger = logging.getLogger(__name__)
@@ -38,12 +49,46 @@ logger = logging.getLogger(__name__)
 def setup(app):
     os.environ[BOOK_BUILD_ENV] = "1"  # inherited by the kernels that execute the chapters
     _register_author_year_style()
+    app.connect("config-inited", _execution_cache)
     app.connect("config-inited", _use_local_mathjax)
     app.connect("config-inited", _book_css)
     app.connect("build-finished", _copy_mathjax)
     app.connect("doctree-read", _paper_numbered_titles)
     app.connect("html-page-context", _unique_scripts, priority=900)  # after the extensions that add scripts
     return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
+def inputs_key(root: Path = ROOT) -> str:
+    """SHA-256 of what the chapters' outputs depend on besides their own code: every file of the
+    package (its modules and shipped data), ``pyproject.toml``, the installed distributions and
+    their versions, and the Python version."""
+    digest = hashlib.sha256(sys.version.encode())
+    files = [f for f in sorted((root / "accessibility").rglob("*"))
+             if f.is_file() and "__pycache__" not in f.parts]
+    for file in [*files, root / "pyproject.toml"]:
+        digest.update(f"\0{file.relative_to(root)}\0".encode())
+        digest.update(file.read_bytes())
+    versions = sorted({f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions()})
+    digest.update("\n".join(versions).encode())
+    return digest.hexdigest()
+
+
+def _execution_cache(app, config) -> None:
+    """Execution mode from ``BOOK_EXECUTE`` when set; in ``cache`` mode, one cache per mode
+    (``_build/.jupyter_cache/default`` and ``.../quick``), emptied when :func:`inputs_key` differs
+    from the key stored beside it (jupyter-cache alone keys a chapter on its code cells only, so it
+    would keep showing the outputs of an older package: jupyter-book issue 1633)."""
+    config.nb_execution_mode = os.environ.get(EXECUTE_ENV) or config.nb_execution_mode
+    if config.nb_execution_mode != "cache":
+        return
+    cache = Path(app.outdir).parent / ".jupyter_cache" / ("quick" if quick_mode() else "default")
+    stamp, key = cache.with_suffix(".key"), inputs_key()
+    if cache.exists() and (not stamp.exists() or stamp.read_text().strip() != key):
+        logger.info(f"the package or the environment changed: emptying the execution cache {cache}")
+        shutil.rmtree(cache)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(key + "\n")
+    config.nb_execution_cache_path = str(cache)
 
 
 def _book_css(app, config) -> None:
