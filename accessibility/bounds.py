@@ -37,7 +37,7 @@ from scipy import special
 
 from accessibility.checks import InputError, at_least, in_range, positive
 from accessibility.precision import (  # noqa: F401  (log_levels is part of this module's API)
-    EXACT, FORMATS, as_float, float_count_between, log_levels, radius_over_eps, resolve_eps,
+    EXACT, FORMATS, as_float, float_count_between, log1p_ratio, log_levels, resolve_eps,
 )
 
 LN10 = math.log(10.0)
@@ -661,9 +661,9 @@ def log_log_measure_packing(*, d_model, r=None, precision: str | None = None, ep
 
     Only relative and absolute precisions (the construction needs a metric resolution ε).
     """
-    rho = radius_over_eps(r=r, precision=precision, eps=eps)  # r/ε
-    log_k = _d(d_model) * np.log1p(2 * rho / NET_RADIUS_FRACTION)
-    log_a = np.log1p(np.log1p(rho / WEIGHT_ERROR_FRACTION))
+    spec = dict(r=r, precision=precision, eps=eps)  # ln(1 + c·r/ε) in log space: r/ε may overflow
+    log_k = _d(d_model) * log1p_ratio(2 / NET_RADIUS_FRACTION, **spec)
+    log_a = np.log1p(log1p_ratio(1 / WEIGHT_ERROR_FRACTION, **spec))
     return as_float(np.logaddexp(log_k + log_a, 0.0))  # ln(K·A + 1)
 
 

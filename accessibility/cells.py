@@ -28,12 +28,14 @@ import numpy as np
 import torch
 
 from accessibility import bounds
-from accessibility.checks import InputError, at_least, finite_tensor, in_range, one_of
+from accessibility.checks import InputError, at_least, finite_tensor, in_range, one_of, seed
 
 REGIONS = ("ball", "box", "hidden")
 ASSIGNMENTS = ("argmax", "voronoi")
 #: Points per matrix multiply: the score block is (BATCH, |V|) float32, 100 MB for |V| = 49152.
 DEFAULT_BATCH = 512
+#: Fewest Monte-Carlo points: one point falls in one cell, whose share 1 gives H = 0 and no slope.
+MIN_SAMPLES = 2
 #: Bootstrap replicates for the confidence band of H, and its level.
 BOOTSTRAP_REPLICATES = 200
 BAND_LEVEL = 0.95
@@ -55,8 +57,9 @@ class CellsConfig:
     seed: int = 0
 
     def __post_init__(self):
-        at_least("samples", self.samples, 1, integer=True)
+        at_least("samples", self.samples, MIN_SAMPLES, integer=True)
         at_least("batch_size", self.batch_size, 1, integer=True)
+        seed("seed", self.seed)
         one_of("region", self.region, REGIONS)
         one_of("assign", self.assign, ASSIGNMENTS)
 

@@ -12,18 +12,29 @@ import numpy as np
 class InputError(ValueError):
     """Bad input: the message names the parameter and the allowed range.
 
-    The command-line interface turns it into one line on stderr and exit status 2.
+    ``name`` is the parameter the message starts with, where there is one: the command-line interface
+    puts the flag of a config field in its place, and turns the error into one line on stderr with
+    exit status 2.
     """
+
+    def __init__(self, message: str, name: str | None = None):
+        super().__init__(message)
+        self.name = name
 
 
 def _array(name: str, value) -> np.ndarray:
     try:
         arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a number, got {value!r}") from None
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer beyond any float
+        raise InputError(f"{name} must be a number, got {_shown(value)!r}", name) from None
     if np.isnan(arr).any():
-        raise InputError(f"{name} must not be NaN, got {value!r}")
+        raise InputError(f"{name} must not be NaN, got {_shown(value)!r}", name)
     return arr
+
+
+def _shown(value):
+    """A value as a message shows it: an array as the list it holds."""
+    return value.tolist() if isinstance(value, np.ndarray) else value
 
 
 def _out(arr: np.ndarray):
@@ -42,7 +53,7 @@ def positive(name: str, value):
     """
     arr = _array(name, value)
     if not (arr > 0).all() or not np.isfinite(arr).all():
-        raise InputError(f"{name} must be > 0 and finite, got {value!r}")
+        raise InputError(f"{name} must be > 0 and finite, got {_shown(value)!r}", name)
     return _out(arr)
 
 
@@ -60,7 +71,7 @@ def at_least(name: str, value, low: float, *, integer: bool = False):
     bad = ~np.isfinite(arr) | (arr < low) | (integer & (arr != np.round(arr)))
     if bad.any():
         kind = "an integer" if integer else "a number"
-        raise InputError(f"{name} must be {kind} >= {low:g}, got {value!r}")
+        raise InputError(f"{name} must be {kind} >= {low:g}, got {_shown(value)!r}", name)
     return _out(arr)
 
 
@@ -74,7 +85,7 @@ def in_range(name: str, value, low: float, high: float):
     """
     arr = _array(name, value)
     if ((arr < low) | (arr > high)).any():
-        raise InputError(f"{name} must lie in [{low:g}, {high:g}], got {value!r}")
+        raise InputError(f"{name} must lie in [{low:g}, {high:g}], got {_shown(value)!r}", name)
     return _out(arr)
 
 
@@ -87,8 +98,28 @@ def one_of(name: str, value, allowed):
     accessibility.checks.InputError: precision must be one of fp16, bf16; got 'fp8'
     """
     if value not in allowed:
-        raise InputError(f"{name} must be one of {', '.join(map(str, allowed))}; got {value!r}")
+        raise InputError(f"{name} must be one of {', '.join(map(str, allowed))}; got {value!r}", name)
     return value
+
+
+#: Seeds are integers in [0, 2^63): numpy's SeedSequence refuses negative ones, torch's generators
+#: take at most 64 bits.
+SEED_LIMIT = 2**63
+
+
+def seed(name: str, value) -> int:
+    """A seed: an integer in [0, 2^63).
+
+    >>> seed("seed", 7)
+    7
+    >>> seed("seed", -1)
+    Traceback (most recent call last):
+    ...
+    accessibility.checks.InputError: seed must be an integer in [0, 2^63), got -1
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < SEED_LIMIT:
+        raise InputError(f"{name} must be an integer in [0, 2^63), got {value!r}", name)
+    return int(value)
 
 
 def finite_tensor(name: str, x):

@@ -79,7 +79,8 @@ class CopyModelConfig:
         at_least("n_heads", self.n_heads, 1, integer=True)
         at_least("mlp_ratio", self.mlp_ratio, 1, integer=True)
         if self.arch != "lstm" and self.d_model % self.n_heads:
-            raise InputError(f"d_model must be a multiple of n_heads={self.n_heads}, got {self.d_model}")
+            raise InputError(f"d_model must be a multiple of n_heads={self.n_heads}, got {self.d_model}",
+                             "d_model")
         if self.pretrained is not None and self.arch != "rope":
             raise InputError(f"pretrained models are fine-tuned as they are (arch 'rope'); "
                              f"got arch {self.arch!r}")

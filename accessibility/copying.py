@@ -26,8 +26,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from accessibility.checks import InputError, at_least, in_range, positive
-from accessibility.copy_models import CopyModel, CopyModelConfig, build_model
+from accessibility.checks import InputError, at_least, in_range, positive, seed
+from accessibility.copy_models import MAX_POSITIONS, CopyModel, CopyModelConfig, build_model
 from accessibility.copy_task import BOS_ID, IGNORE, SEP_ID, TASK_VERSION, Batch, eval_batch, packed_batch
 from accessibility.models import torch_threads
 from accessibility.results import torch_generator
@@ -37,6 +37,9 @@ from accessibility.results import torch_generator
 TRAIN_STREAM, STOP_STREAM, EVAL_STREAM = 0, 1, 2
 #: Step budget of the CPU preset (:meth:`CopyConfig.quick`).
 QUICK_BUDGET = 20_000
+#: The longest string ℓ a model trains or is evaluated on: an example (BOS, ℓ letters, separator,
+#: ℓ letters, EOS) must fit the :data:`~accessibility.copy_models.MAX_POSITIONS` positions of a model.
+MAX_LENGTH = (MAX_POSITIONS - 3) // 2
 
 
 @dataclass(frozen=True)
@@ -88,7 +91,9 @@ class CopyConfig:
         at_least("train_lengths[1]", high, low, integer=True)
         for name in ("rows", "max_steps", "check_every", "stop_strings", "eval_strings"):
             at_least(name, getattr(self, name), 1, integer=True)
+        in_range("train_lengths[1]", high, low, MAX_LENGTH)
         at_least("row_tokens", self.row_tokens, 2 * high + 3, integer=True)
+        in_range("row_tokens", self.row_tokens, 2 * high + 3, MAX_POSITIONS)
         at_least("warmup_steps", self.warmup_steps, 0, integer=True)
         positive("lr", self.lr)
         at_least("weight_decay", self.weight_decay, 0)
@@ -98,8 +103,10 @@ class CopyConfig:
         if not isinstance(self.count_eos, bool):
             raise InputError(f"count_eos must be True or False; got {self.count_eos!r}")
         if not self.eval_lengths:
-            raise InputError("eval_lengths must not be empty")
+            raise InputError("eval_lengths must not be empty", "eval_lengths")
         at_least("eval_lengths", self.eval_lengths, 1, integer=True)
+        in_range("eval_lengths", self.eval_lengths, 1, MAX_LENGTH)
+        seed("seed", self.seed)
         object.__setattr__(self, "eval_lengths", tuple(sorted({int(n) for n in self.eval_lengths})))
         object.__setattr__(self, "train_lengths", (int(low), int(high)))
 

@@ -281,7 +281,7 @@ def resolve_autocast(dtype: str, device) -> str:
         return "bfloat16" if supported and device.type == "cuda" else "float32"
     if dtype == "bfloat16" and not supported:
         raise InputError(f"autocast_dtype bfloat16 needs native bf16 on {device.type} (this one emulates "
-                         "it, hundreds of times slower); use float32 or auto")
+                         "it, hundreds of times slower); use float32 or auto", "autocast_dtype")
     return dtype
 
 
@@ -840,6 +840,16 @@ def shard_from_env(environ=None) -> tuple[int, int]:
     return rank, world
 
 
+def target_length(config: CramConfig, protocol: str = "search", grid: Sequence[int] | None = None) -> int:
+    """Tokens of each target a :func:`sweep` needs: the search's n_max, else the longest n of the grid
+    (of the published scan without one).
+
+    >>> target_length(CramConfig.quick()), target_length(CramConfig.quick(), "published", [4, 9])
+    (128, 9)
+    """
+    return config.n_max if protocol == "search" else max(grid or [PUBLISHED_SCAN["n_max"]])
+
+
 def sweep(lm, kind: str, ms: Sequence[int], count: int, config: CramConfig, *, protocol: str = "search",
           grid: Sequence[int] | None = None, scan: dict | None = None, seed: int = 0, log=None, known=(),
           batch_size: int = 16, progress: bool = False, shard: tuple[int, int] = (0, 1),
@@ -875,9 +885,8 @@ def sweep(lm, kind: str, ms: Sequence[int], count: int, config: CramConfig, *, p
                          "give an explicit --n-grid to split it across processes")
     if lengths is not None:
         grid = sorted({int(n) for per in lengths.values() for n in per.values()}) or [2]
-    n_max = config.n_max if protocol == "search" else max(grid or [PUBLISHED_SCAN["n_max"]])
     mine = [i for i in range(count) if i % world == rank]
-    targets = make_targets(lm, kind, count, n_max, seed=seed)
+    targets = make_targets(lm, kind, count, target_length(config, protocol, grid), seed=seed)
     found = {r["key"]: r for r in latest([*known, *(log or [])])}
     final = lambda key: key in found and ("n" in found[key] or search_decided(found[key], config))
 

@@ -42,7 +42,7 @@ import numpy as np
 import torch
 
 from accessibility import bounds
-from accessibility.checks import InputError, at_least, finite_tensor, positive
+from accessibility.checks import InputError, at_least, finite_tensor, positive, seed
 from accessibility.precision import EXACT
 
 #: Default prompt lengths ℓ of the command line: ``--samples 256`` on SmolLM2-135M takes about a
@@ -94,10 +94,11 @@ class GeometryConfig:
     def __post_init__(self):
         object.__setattr__(self, "lengths", tuple(int(x) for x in self.lengths))
         if not self.lengths:
-            raise InputError("lengths must list at least one prompt length")
+            raise InputError("lengths must list at least one prompt length", "lengths")
         at_least("lengths", np.array(self.lengths), 1, integer=True)
         at_least("samples", self.samples, 2, integer=True)
         at_least("batch_size", self.batch_size, 1, integer=True)
+        seed("seed", self.seed)
 
     @classmethod
     def paper(cls) -> GeometryConfig:

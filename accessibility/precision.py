@@ -28,6 +28,7 @@ Conventions (the ``precision`` argument)
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -134,7 +135,7 @@ def _representable(name: str, fmt: FloatFormat, x) -> None:
     """A support beyond the largest finite value cannot be stored in the format: an error, not a clip."""
     if (np.abs(x) > fmt.max_finite).any():
         raise InputError(f"{name} = {np.max(np.abs(x)):g} exceeds the largest finite {fmt.name} value "
-                         f"{fmt.max_finite:g}: such a support cannot be stored in that format")
+                         f"{fmt.max_finite:g}: such a support cannot be stored in that format", name)
 
 
 def float_count_between(fmt: str | FloatFormat, low, high):
@@ -180,10 +181,7 @@ def radius_over_eps(*, r=None, precision: str | None = None, eps=None):
     >>> radius_over_eps(precision="fp16"), radius_over_eps(r=2.0, eps=0.5)
     (2048.0, 4.0)
     """
-    precision = _check_precision(precision, eps)
-    if precision in EXACT:
-        raise InputError(f"{precision} counts float values and has no ε; "
-                         "use a relative or absolute precision")
+    precision = _metric(precision, eps)
     if r is not None:
         r = positive("r", r)
     if precision in RELATIVE:
@@ -193,18 +191,38 @@ def radius_over_eps(*, r=None, precision: str | None = None, eps=None):
     return r / positive("eps", eps)
 
 
+def _metric(precision: str | None, eps) -> str:
+    """The convention of ``precision``/``eps``, refused when it is an exact count (no ε)."""
+    precision = _check_precision(precision, eps)
+    if precision in EXACT:
+        raise InputError(f"{precision} counts float values and has no ε; "
+                         "use a relative or absolute precision")
+    return precision
+
+
+def log_radius_over_eps(*, r=None, precision: str | None = None, eps=None):
+    """:math:`\\ln(r/\\varepsilon)`, computed as :math:`\\ln r - \\ln\\varepsilon`: finite where r/ε itself
+    overflows (ε = 1e-320, r = 1) or underflows.
+
+    >>> round(log_radius_over_eps(r=1.0, eps=1e-320), 2), round(log_radius_over_eps(), 4)  # ln 2^11
+    (736.83, 7.6246)
+    """
+    if _metric(precision, eps) in RELATIVE:
+        return as_float(np.log(radius_over_eps(precision=precision)))
+    if r is None:
+        raise InputError("an absolute eps needs r (the support radius)")
+    return as_float(np.log(positive("r", r)) - np.log(positive("eps", eps)))
+
+
 def resolve_eps(*, r=None, precision: str | None = None, eps=None):
     """The ε of a relative or absolute convention: :math:`r\\,u`, or the given ``eps`` (then r is not needed).
 
     >>> resolve_eps(r=1.0), resolve_eps(r=8.0, precision="bf16"), resolve_eps(eps=0.1)
     (0.00048828125, 0.03125, 0.1)
     """
-    precision = _check_precision(precision, eps)
+    precision = _metric(precision, eps)
     if precision == ABSOLUTE:
         return positive("eps", eps)
-    if precision in EXACT:
-        raise InputError(f"{precision} counts float values and has no ε; "
-                         "use a relative or absolute precision")
     if r is None:
         raise InputError(f"precision={precision!r} sets ε = r·u and needs r (the support radius)")
     return positive("r", r) * FORMATS[precision].unit_roundoff
@@ -231,5 +249,21 @@ def log_levels(*, r=None, precision: str | None = None, eps=None):
         if r is None:
             raise InputError(f"precision={precision!r} needs r (the support radius)")
         return as_float(np.log(float_count(precision, r)))
-    rho = radius_over_eps(r=r, precision=precision, eps=eps)
-    return as_float(np.log1p(2 * rho) + np.zeros(np.shape(r)))  # shaped like r even where r drops out
+    levels = log1p_ratio(2.0, r=r, precision=precision, eps=eps)
+    return as_float(levels + np.zeros(np.shape(r)))  # shaped like r even where r drops out
+
+
+def log1p_ratio(factor: float, *, r=None, precision: str | None = None, eps=None):
+    """:math:`\\ln(1 + c\\,r/\\varepsilon)` for a factor c > 0, finite where :math:`c\\,r/\\varepsilon`
+    overflows a float: there it is :math:`\\ln c + \\ln(r/\\varepsilon)` (the 1 lies far below the rounding).
+
+    >>> round(log1p_ratio(2.0, r=1.0, eps=1e-320), 4), float(log1p_ratio(2.0, r=2.0, eps=0.5)) == math.log(9)
+    (737.5204, True)
+    """
+    with np.errstate(over="ignore"):
+        scaled = factor * np.asarray(radius_over_eps(r=r, precision=precision, eps=eps), dtype=float)
+    finite = np.isfinite(scaled)
+    if finite.all():
+        return as_float(np.log1p(scaled))
+    big = math.log(factor) + np.asarray(log_radius_over_eps(r=r, precision=precision, eps=eps))
+    return as_float(np.where(finite, np.log1p(np.where(finite, scaled, 0.0)), big))

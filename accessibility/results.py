@@ -27,6 +27,7 @@ import json
 import os
 import shlex
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
@@ -300,15 +301,62 @@ def default_folder(kind: str, config) -> Path:
     return Path(RESULTS_DIR) / kind / config_hash(config)
 
 
+def check_run_folder(folder: str | os.PathLike, kind: str, config, name: str = "folder") -> Path:
+    """``folder`` if a run of ``kind`` with ``config`` may be written there, else an
+    :class:`~accessibility.checks.InputError` whose message starts with ``name`` and the folder.
+
+    Allowed: a folder that does not exist yet and can be made (nothing is left behind by the test), an
+    empty writable folder, or a folder holding this very run (same kind and config hash: it resumes or
+    is redone). Refused: a file, a folder that cannot be written, a folder holding another run, and a
+    folder holding anything without a ``config.json`` (somebody else's files are never overwritten).
+    Called before any work, so that a refused run has done nothing and written nothing.
+    """
+    folder = Path(folder)
+    where = f"{name} {folder}"
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"{where} is a file, not a run folder; give a new or empty folder", name)
+    if (folder / CONFIG_FILE).is_file():
+        _same_run(folder, read_json(folder / CONFIG_FILE), kind, config_hash(config), name)
+    elif folder.is_dir() and _contents(folder):
+        raise InputError(f"{where} holds files but no {CONFIG_FILE} ({', '.join(_contents(folder)[:3])}): "
+                         "not a saved run, and never overwritten; give a new or empty folder", name)
+    parent = folder
+    while not parent.is_dir():                   # the nearest folder that exists
+        if parent.exists():
+            raise InputError(f"{where} cannot be made: {parent} is a file", name)
+        parent = parent.parent
+    try:                                         # a real write, not permission bits (root passes those)
+        os.rmdir(tempfile.mkdtemp(dir=parent, prefix=".probe-"))
+    except OSError as err:
+        raise InputError(f"{where} cannot be written: {err.strerror} in {parent}", name) from None
+    return folder
+
+
+def _contents(folder: Path) -> list[str]:
+    """The names in ``folder`` other than the temporary files of an atomic write in progress."""
+    writing = lambda name: name.startswith(".") and name.endswith(".tmp")
+    return sorted(p.name for p in folder.iterdir() if not writing(p.name))
+
+
+def _same_run(folder: Path, old: Mapping, kind: str, digest: str, name: str = "folder") -> None:
+    """Refuse a folder whose ``config.json`` (``old``) is another command's or another config's run."""
+    if old.get("kind") != kind or old.get("config_hash") != digest:
+        raise InputError(f"{name} {folder} holds another run ({old.get('kind')}, config hash "
+                         f"{old.get('config_hash')}; this one is {kind}, {digest}): save to another folder",
+                         name)
+
+
 def save_run(folder: str | os.PathLike, config: Mapping, records=(), summary=None) -> Path:
     """Write a run into ``folder``: ``config.json``, ``records.jsonl`` and ``summary.json``.
 
     ``config`` is a mapping with at least ``kind`` and ``config``; the other entries of
-    :func:`run_meta` (hash, command, versions, time) are filled in where missing. A folder already
-    holding a run of another config is refused (:class:`~accessibility.checks.InputError`), so that a
-    resumed run never mixes results. Saving again into a folder keeps its ``created`` time; when the
-    command differs (a sweep extended to more m or targets), ``commands`` lists every command that
-    wrote to the folder, in order, and ``command`` is the last, the one that wrote the summary.
+    :func:`run_meta` (hash, command, versions, time) are filled in where missing. A folder is written
+    only by its own run: one holding a run of another kind or config, or files without a
+    ``config.json``, is refused (:class:`~accessibility.checks.InputError`; :func:`check_run_folder`
+    says so before any work), so that a resumed run never mixes results and nothing else is
+    overwritten. Saving again into a folder keeps its ``created`` time; when the command differs (a
+    sweep extended to more m or targets), ``commands`` lists every command that wrote to the folder,
+    in order, and ``command`` is the one that wrote the summary (the last one while there is none).
     ``records`` (when given) replace ``records.jsonl``; none leave an existing log alone (resumable
     commands append to it while they run). ``summary`` (a mapping or a dataclass) is written when given.
     """
@@ -318,12 +366,14 @@ def save_run(folder: str | os.PathLike, config: Mapping, records=(), summary=Non
     path = folder / CONFIG_FILE
     if path.exists():
         old = read_json(path)
-        if old.get("config_hash") != meta["config_hash"]:
-            raise InputError(f"{folder} holds another run (config hash {old.get('config_hash')}, "
-                             f"this one {meta['config_hash']}); save to another folder")
+        _same_run(folder, old, meta["kind"], meta["config_hash"])
         commands = old.get("commands", [old["command"]])
         commands += [meta["command"]] if meta["command"] != commands[-1] else []
-        meta.update(created=old["created"], **({"commands": commands} if len(commands) > 1 else {}))
+        kept = summary is None and (folder / SUMMARY_FILE).exists()   # the summary's command stays
+        meta.update(created=old["created"], **({"command": old["command"]} if kept else {}),
+                    **({"commands": commands} if len(commands) > 1 else {}))
+    elif folder.is_dir() and _contents(folder):
+        raise InputError(f"{folder} holds files but no {CONFIG_FILE}: not a saved run, and never overwritten")
     write_json(path, meta)
     records = list(records)
     if records:
