@@ -11,7 +11,7 @@ import math
 import warnings
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -207,18 +207,52 @@ class MPoint:
 @dataclass(frozen=True)
 class SlopeFit:
     """The line n_50 = slope·m + intercept (intercept 0 when not fitted), its R² (None when the
-    n_50 do not vary) on ``n_points`` values of m, and the joint-bootstrap interval of the slope."""
+    n_50 do not vary) on ``n_points`` values of m, and the joint-bootstrap interval of the slope
+    (None where the protocol gives no per-target capacities to resample)."""
 
     slope: float
     intercept: float
     r2: float | None
     n_points: int
-    low: float
-    high: float
+    low: float | None = None
+    high: float | None = None
+
+
+#: The fields both summaries share: the Corollary 4.6 slope, its precision convention and the model.
+THEORY_FIELDS = ("slope_theory", "precision", "eps", "r", "d_model", "vocab_size")
+
+
+class _Law:
+    """What :class:`CramSummary` and :class:`PointsSummary` share: two fitted lines next to the
+    Corollary 4.6 slope, and their JSON form (the fits flattened to ``slope``, ``intercept``, ``r2``,
+    ``n_points`` and, with an interval, ``slope_ci``; ``_origin`` for the line through 0)."""
+
+    @property
+    def ratio(self) -> float | None:
+        """Theory over experiment, C / slope (None without a positive fitted slope)."""
+        return self.slope_theory / self.fit.slope if self.fit is not None and self.fit.slope > 0 else None
+
+    def _law_json(self, interval: bool) -> dict:
+        out = {}
+        for key, fit in (("", self.fit), ("_origin", self.fit_origin)):
+            values = (None,) * 5 if fit is None else (fit.slope, fit.intercept, fit.r2, fit.n_points,
+                                                      [fit.low, fit.high])
+            names = (f"slope{key}", f"intercept{key}", f"r2{key}", f"n_points{key}", f"slope{key}_ci")
+            out.update(zip(names[:5 if interval else 4], values))
+        return out | {k: getattr(self, k) for k in THEORY_FIELDS} | {"ratio": self.ratio}
+
+    @staticmethod
+    def _law_fields(d: Mapping) -> dict:
+        """The fits and theory fields of a mapping written by :meth:`_law_json`."""
+        fits = {name: None if d[f"slope{k}"] is None else
+                SlopeFit(d[f"slope{k}"], d[f"intercept{k}"], d[f"r2{k}"], d[f"n_points{k}"],
+                         *(d.get(f"slope{k}_ci") or (None, None)))
+                for name, k in (("fit", ""), ("fit_origin", "_origin"))}
+        return fits | {k: d[k] for k in THEORY_FIELDS}
 
 
 @dataclass(frozen=True)
-class CramSummary:
+class CramSummary(_Law):
     """n_50(m) and the linear law of one set of targets, next to the Corollary 4.6 slope.
 
     ``fit`` (with intercept) and ``fit_origin`` (through 0) are None with fewer than two values of m.
@@ -248,11 +282,6 @@ class CramSummary:
         return {p.m: p.n50 for p in self.points}
 
     @property
-    def ratio(self) -> float | None:
-        """Theory over experiment, C / slope (None without a positive fitted slope)."""
-        return self.slope_theory / self.fit.slope if self.fit is not None and self.fit.slope > 0 else None
-
-    @property
     def lower_bound(self) -> bool:
         """Whether any n_50 is only a lower bound (censored or budget-stopped targets)."""
         return any(p.lower_bound for p in self.points)
@@ -265,14 +294,8 @@ class CramSummary:
                "n_targets": per_m(lambda p: p.n_targets), "stops": per_m(lambda p: dict(p.stops)),
                "n_censored": per_m(lambda p: p.n_censored), "n50_lower_bound": per_m(lambda p: p.lower_bound),
                "n50_logistic": per_m(lambda p: p.n50_logistic)}
-        for key, fit in (("", self.fit), ("_origin", self.fit_origin)):
-            out.update({f"slope{key}": None, f"intercept{key}": None, f"r2{key}": None,
-                        f"slope{key}_ci": None, f"n_points{key}": None} if fit is None else
-                       {f"slope{key}": fit.slope, f"intercept{key}": fit.intercept, f"r2{key}": fit.r2,
-                        f"slope{key}_ci": [fit.low, fit.high], f"n_points{key}": fit.n_points})
-        out.update({k: getattr(self, k) for k in ("slope_theory", "precision", "eps", "r", "d_model",
-                                                   "vocab_size", "confidence", "n_boot", "seed")})
-        return out | {"ratio": self.ratio, "lower_bound": self.lower_bound}
+        out |= self._law_json(interval=True) | {k: getattr(self, k) for k in ("confidence", "n_boot", "seed")}
+        return out | {"lower_bound": self.lower_bound}
 
     @classmethod
     def from_json(cls, d: Mapping) -> CramSummary:
@@ -282,12 +305,57 @@ class CramSummary:
                               stops=dict(d["stops"][str(m)]), n_censored=d["n_censored"][str(m)],
                               lower_bound=d["n50_lower_bound"][str(m)],
                               n50_logistic=d.get("n50_logistic", {}).get(str(m))) for m in d["m"])
-        fits = [None if d[f"slope{k}"] is None else
-                SlopeFit(d[f"slope{k}"], d[f"intercept{k}"], d[f"r2{k}"], d[f"n_points{k}"],
-                         *d[f"slope{k}_ci"])
-                for k in ("", "_origin")]
-        return cls(points, *fits, **{k: d[k] for k in ("slope_theory", "precision", "eps", "r", "d_model",
-                                                       "vocab_size", "confidence", "n_boot", "seed")})
+        return cls(points, **cls._law_fields(d), **{k: d[k] for k in ("confidence", "n_boot", "seed")})
+
+    def table(self):
+        """One row per m (a DataFrame): n_50 with its interval, the targets and how their searches
+        ended (``stops`` as ``"patience 12, budget 4"``), censored ones, whether n_50 is a lower bound,
+        and the logistic midpoint."""
+        import pandas as pd
+
+        return pd.DataFrame([{**vars(p), "stops": ", ".join(f"{k} {v}" for k, v in p.stops.items())}
+                             for p in self.points])
+
+
+@dataclass(frozen=True)
+class PointsSummary(_Law):
+    """The published per-point protocol's n_50(m) and linear law, next to the Corollary 4.6 slope.
+
+    ``accessibility[m][n]`` is the fraction of targets whose fixed-length run at length n succeeded;
+    ``n50[m]`` the midpoint of a logistic fitted to those points (:func:`logistic_n50`, the published
+    estimator; None where the points never cross 1/2 or the fit fails); ``fit`` and ``fit_origin`` the
+    least-squares lines through the defined n_50 (None with fewer than two), without intervals (there
+    are no per-target capacities to resample). The theory fields are those of :class:`CramSummary`.
+    ``to_json``/``from_json`` round-trip exactly.
+    """
+
+    accessibility: dict[int, dict[int, float]]
+    n50: dict[int, float | None]
+    fit: SlopeFit | None
+    fit_origin: SlopeFit | None
+    slope_theory: float
+    precision: str
+    eps: float | None
+    r: float | None
+    d_model: int
+    vocab_size: int
+
+    @property
+    def ms(self) -> list[int]:
+        return sorted(self.accessibility)
+
+    def to_json(self) -> dict:
+        """A JSON-ready mapping: m and n as str keys, the fits flattened (the keys of ``accessibility cram
+        --protocol published --json``)."""
+        return {"m": self.ms, "n50": {str(m): v for m, v in self.n50.items()},
+                "accessibility": {str(m): {str(n): a for n, a in by_n.items()}
+                                  for m, by_n in self.accessibility.items()}} | self._law_json(interval=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> PointsSummary:
+        """Inverse of :meth:`to_json`; other keys (a command's extras, derived values) are ignored."""
+        points = {int(m): {int(n): a for n, a in by_n.items()} for m, by_n in d["accessibility"].items()}
+        return cls(points, {int(m): v for m, v in d["n50"].items()}, **cls._law_fields(d))
 
 
 def _ends(low: float, high: float) -> list:
@@ -314,9 +382,6 @@ def summarize(data, *, d_model: int, vocab_size: int, precision: str | None = No
     >>> s.n50, round(s.fit.slope, 6), s.fit.n_points, s.precision
     ({1: 6.0, 2: 11.0, 4: 21.0}, 5.0, 3, 'fp16')
     """
-    from accessibility.bounds import slope_bound
-    from accessibility.precision import ABSOLUTE, DEFAULT_PRECISION
-
     records = _as_records(data)
     by_m: dict[int, dict[int, dict]] = {}
     for rec in records:
@@ -330,10 +395,40 @@ def summarize(data, *, d_model: int, vocab_size: int, precision: str | None = No
     if len(ms) >= 2:
         fits = [_fit(ms, [p.n50 for p in points], caps, intercept, n_boot, confidence, seed)
                 for intercept in (True, False)]
+    return CramSummary(points, *fits, **_theory(d_model, vocab_size, precision, eps, r),
+                       confidence=confidence, n_boot=n_boot, seed=seed)
+
+
+def summarize_points(points: Mapping[int, Mapping[int, float]], *, d_model: int, vocab_size: int,
+                     precision: str | None = None, eps: float | None = None, r: float | None = None
+                     ) -> PointsSummary:
+    """The :class:`PointsSummary` of the published protocol's points ``{m: {n: accessibility}}``
+    (:func:`accessibility.cramming.points_by_m` of its records): the logistic n_50 at each m, the lines
+    through them and the Corollary 4.6 slope at the caller's precision (as :func:`summarize`).
+
+    >>> s = summarize_points({1: {4: 1.0, 6: 0.5, 8: 0.0}, 2: {8: 1.0, 11: 0.5, 14: 0.0}}, d_model=64,
+    ...                      vocab_size=16)
+    >>> {m: round(v, 3) for m, v in s.n50.items()}, round(s.fit.slope, 3), s.fit.r2
+    ({1: 6.0, 2: 11.0}, 5.0, 1.0)
+    """
+    n50s = {m: logistic_n50(list(by_n), list(by_n.values())) for m, by_n in points.items()}
+    n50s = {m: None if math.isnan(v) else v for m, v in n50s.items()}
+    defined = [m for m in sorted(n50s) if n50s[m] is not None]
+    fits = [_line(defined, [n50s[m] for m in defined], intercept) if len(defined) >= 2 else None
+            for intercept in (True, False)]
+    return PointsSummary({m: dict(by_n) for m, by_n in points.items()}, n50s, *fits,
+                         **_theory(d_model, vocab_size, precision, eps, r))
+
+
+def _theory(d_model: int, vocab_size: int, precision: str | None, eps: float | None, r: float | None) -> dict:
+    """The theory fields of a summary: the Corollary 4.6 slope C at a precision, and what it used."""
+    from accessibility.bounds import slope_bound
+    from accessibility.precision import ABSOLUTE, DEFAULT_PRECISION
+
     theory = float(slope_bound(d_model=d_model, vocab_size=vocab_size, r=r, precision=precision, eps=eps))
     name = ABSOLUTE if eps is not None else (precision or DEFAULT_PRECISION)
-    return CramSummary(points, *fits, slope_theory=theory, precision=name, eps=eps, r=r, d_model=int(d_model),
-                       vocab_size=int(vocab_size), confidence=confidence, n_boot=n_boot, seed=seed)
+    return {"slope_theory": theory, "precision": name, "eps": eps, "r": r, "d_model": int(d_model),
+            "vocab_size": int(vocab_size)}
 
 
 def complete_points(records, targets: int) -> list[Mapping]:
@@ -390,11 +485,15 @@ def _point(m: int, records: list[Mapping], confidence: float) -> MPoint:
                   n50_logistic=None if math.isnan(logistic) else logistic)
 
 
-def _fit(ms, n50s, caps, intercept: bool, n_boot: int, confidence: float, seed: int) -> SlopeFit:
+def _line(ms, n50s, intercept: bool) -> SlopeFit:
+    """:func:`fit_line` as a :class:`SlopeFit` without an interval (R² None where n_50 does not vary)."""
     line = fit_line(ms, n50s, intercept)
+    return SlopeFit(line.slope, line.intercept, None if math.isnan(line.r2) else line.r2, line.n_points)
+
+
+def _fit(ms, n50s, caps, intercept: bool, n_boot: int, confidence: float, seed: int) -> SlopeFit:
     low, high = bootstrap_slope(caps, intercept=intercept, n_boot=n_boot, confidence=confidence, seed=seed)
-    r2 = None if math.isnan(line.r2) else line.r2
-    return SlopeFit(line.slope, line.intercept, r2, line.n_points, low, high)
+    return replace(_line(ms, n50s, intercept), low=low, high=high)
 
 
 def scan_n50(capacities, scan: Mapping | None = None) -> tuple[dict[int, float], float]:
