@@ -103,13 +103,13 @@ def test_authors_convention_ratio_to_the_digit_beside_the_real_config(capsys, na
 
 
 @pytest.mark.parametrize("argv, word", [
-    (["--d-model", "8", "--vocab-size", "10", "--r", "1", "--eps", "0"], "eps"),
-    (["--d-model", "8", "--vocab-size", "10", "--r", "-1", "--eps", "0.1"], "r must"),
-    (["--d-model", "8", "--vocab-size", "1"], "vocab_size"),
-    (["--d-model", "0", "--vocab-size", "10"], "d_model"),
-    (["--d-model", "8", "--vocab-size", "10", "--m", "0"], "m must"),
-    (["--d-model", "8", "--vocab-size", "10", "--min-cos", "1.5"], "min_cos"),
-    (["--d-model", "8", "--vocab-size", "10", "--min-cos", "-1.01"], "min_cos"),
+    (["--d-model", "8", "--vocab-size", "10", "--r", "1", "--eps", "0"], "--eps"),
+    (["--d-model", "8", "--vocab-size", "10", "--r", "-1", "--eps", "0.1"], "--r must"),
+    (["--d-model", "8", "--vocab-size", "1"], "--vocab-size"),
+    (["--d-model", "0", "--vocab-size", "10"], "--d-model"),
+    (["--d-model", "8", "--vocab-size", "10", "--m", "0"], "--m must"),
+    (["--d-model", "8", "--vocab-size", "10", "--min-cos", "1.5"], "--min-cos"),
+    (["--d-model", "8", "--vocab-size", "10", "--min-cos", "-1.01"], "--min-cos"),
     (["--model", "gpt-2"], "Pythia-160m"),
     (["--d-model", "8", "--vocab-size", "10", "--eps", "0.1"], "--r"),
     (["--d-model", "8", "--vocab-size", "10", "--precision", "exact-fp16"], "--r"),
@@ -139,5 +139,5 @@ def test_python_dash_m_exit_status_and_no_traceback():
     bad = subprocess.run([sys.executable, "-m", "accessibility", "bound", "--d-model", "8", "--vocab-size",
                           "10", "--min-cos", "2"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stdout == "" and "Traceback" not in bad.stderr
-    expected = "accessibility bound: error: min_cos must lie in [-1, 1], got 2.0"
+    expected = "accessibility bound: error: --min-cos must lie in [-1, 1], got 2.0"
     assert bad.stderr.strip().splitlines() == [expected]

@@ -5,8 +5,6 @@ import json
 
 import pytest
 
-from accessibility import copy_models
-from accessibility.cli import copy as copy_command
 from accessibility.cli import main
 from accessibility.copying import load_record
 
@@ -44,23 +42,8 @@ def test_copy_json_record(tmp_path, capsys):
     assert with_eos["count_eos"] and with_eos["config_hash"] != record["config_hash"]  # another stopping rule
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["--train-lengths", "9", "5"], "train_lengths"),
-    (["--eval-strings", "0"], "eval_strings"),
-    (["--preset", "paper", "--d-model", "64"], "fixes its own shape"),
-])
-def test_bad_input_is_one_line(argv, words, tmp_path, capsys):
-    assert main(["copy", "--save", str(tmp_path), *argv]) == 2
-    err = capsys.readouterr().err.strip()
-    assert words in err and len(err.splitlines()) == 1
-
-
 def test_paper_preset_without_the_model_says_how_to_get_it(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty hub cache: the model is not on disk
     assert main(["copy", "--preset", "paper", "--save", str(tmp_path)]) == 2
     assert "--allow-download" in capsys.readouterr().err
-
-
-def test_arch_choices_are_the_model_zoo():
-    assert copy_command.ARCHITECTURES == copy_models.ARCHITECTURES

@@ -111,10 +111,3 @@ def test_hidden_region_skips_the_pairwise_cosines(capsys, tmp_path, monkeypatch)
     out = _json(capsys, ["cells", "--model", "toy", "--samples", "64", "--lengths", "4", "--region", "hidden",
                          "--json", "--save", str(tmp_path)])
     assert out["samples"] == 64 and out["slope_cone_cells"] > 0
-
-
-def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path):
-    assert main(["geometry", "--model", "toy", "--samples", "4", "--lengths", "5000",
-                 "--save", str(tmp_path)]) == 2
-    err = capsys.readouterr().err
-    assert "context window" in err and len(err.strip().splitlines()) == 1

@@ -1,12 +1,15 @@
 """Command-line entry point: ``accessibility <command> ...`` (also ``python -m accessibility``).
 
-Each command lives in its own module ``accessibility.cli.<command>`` with three functions:
-``add_arguments(parser)``, ``run(args) -> dict`` and ``text(result) -> str``; the flags they share
-are defined once in :mod:`accessibility.cli._common`, and command modules import none of each other.
-This module adds the common ``--json`` flag, prints the returned mapping (one JSON object with
-``--json``, else the command's aligned text summary with units) and turns bad input into one line on
-stderr with exit status 2, never a traceback. Command modules import heavy libraries (torch,
-transformers) inside ``run`` so that ``accessibility bound`` never pays for them.
+Each command lives in its own module ``accessibility.cli.<command>`` with four functions:
+``add_arguments(parser)``, ``check(args)``, ``run(args, checked) -> dict`` and ``text(result) -> str``;
+the flags they share are defined once in :mod:`accessibility.cli._common`, and command modules import
+none of each other. ``check`` validates every flag and combination (the save folder included) before
+a model loads or anything is written, and returns what ``run`` needs; a refused command has done
+nothing and left nothing on disk. This module adds the common ``--json`` flag, prints the returned
+mapping (one JSON object with ``--json``, else the command's aligned text summary with units) and
+turns bad input into one line on stderr with exit status 2, never a traceback. Command modules import
+heavy libraries (torch, transformers) inside ``check`` and ``run`` so that ``accessibility bound``
+never pays for them.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import re
 import shlex
 import sys
 
@@ -33,11 +37,40 @@ COMMANDS = {
 }
 
 
+#: A value that starts with ``-`` and reads as a number (``-1``, ``-0.5``, ``-1e-12``, ``-inf``) is a
+#: value, not a flag; argparse's own pattern misses exponents.
+NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*(e[-+]?\d+)?|\.\d+(e[-+]?\d+)?|inf|infinity|nan)$", re.IGNORECASE)
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Help with the description's lines kept (examples one per line) and every flag's default shown,
+    unless its help already says it or there is none to show."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        default = action.default
+        if not action.option_strings or "default" in text or any(default is v for v in (None, False,
+                                                                                          argparse.SUPPRESS)):
+            return text
+        shown = " ".join(map(str, default)) if isinstance(default, (list, tuple)) else str(default)
+        return f"{text} (default {shown.replace('%', '%%')})"
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports a usage error as one line (and exit status 2)."""
+    """argparse that reports a usage error as one line (and exit status 2), reads negative numbers
+    in any notation as values and shows help as :class:`_Formatter` does."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, formatter_class=_Formatter, **kwargs)
+        self._negative_number_matcher = NEGATIVE_NUMBER
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _plain(doc: str) -> str:
+    """A command module's docstring as help text: reST literals and ``::`` markers dropped."""
+    return doc.strip().replace("``", "").replace("::\n", ":\n")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -53,16 +86,16 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         if name != command:
             continue
         module = importlib.import_module(f"accessibility.cli.{name}")
-        cmd.description = (module.__doc__ or help_text).strip()
+        cmd.description = _plain(module.__doc__ or help_text)
         module.add_arguments(cmd)
         cmd.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-        cmd.set_defaults(_run=module.run, _text=module.text)
+        cmd.set_defaults(_check=module.check, _run=module.run, _text=module.text)
     return parser
 
 
 def _torch_threads(n: int | None):
-    """A command's ``--threads`` for its duration only (``main`` may run in-process); 0 or None: torch's."""
-    if not n:
+    """A command's ``--threads`` for its duration only (``main`` may run in-process); None: torch's."""
+    if n is None:
         return contextlib.nullcontext()
     from accessibility.models import torch_threads
 
@@ -75,8 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser(command).parse_args(argv)
     token = CURRENT_COMMAND.set(shlex.join(["accessibility", *argv]))
     try:
+        checked = args._check(args)     # every flag, before a model loads or anything is written
         with _torch_threads(getattr(args, "threads", None)):
-            result = args._run(args)
+            result = args._run(args, checked)
     except InputError as err:
         print(f"accessibility {args.command}: error: {err}", file=sys.stderr)
         return 2

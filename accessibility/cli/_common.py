@@ -1,5 +1,6 @@
 """What the commands share, defined once: the flags for the model, the precision convention, the
-sampling of hidden states and the saved run, and the layout of text output.
+sampling of hidden states and the saved run, the checks of flags before any work, and the layout of
+text output.
 
 The flag vocabulary:
 
@@ -11,12 +12,19 @@ The flag vocabulary:
 * ``--save DIR`` (the run folder, default ``results/<command>/<config hash>``), ``--threads``,
   ``--progress``; ``--json`` is added to every command by :mod:`accessibility.cli`.
 
-Defaults come from the config dataclasses, never retyped here.
+Defaults come from the config dataclasses, never retyped here. A config checks its own fields in
+``__post_init__``; built inside :func:`as_flags`, its errors name the flag the user typed instead of
+the field.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+from accessibility.checks import InputError, at_least
 
 #: Weight dtypes of ``--dtype`` (names of torch dtypes).
 DTYPES = ("float32", "float64", "float16", "bfloat16")
@@ -34,8 +42,14 @@ def add_model_arguments(parser, default: str) -> None:
                         f"llama-3.2-1b, ...), a hub id or a local folder (default {default})")
     parser.add_argument("--dtype", choices=DTYPES, default="float32", help="dtype of the model weights "
                         "(default %(default)s)")
-    parser.add_argument("--device", default="cpu", help="torch device, e.g. cuda (default %(default)s)")
+    add_device_argument(parser)
     parser.add_argument("--allow-download", action="store_true", help="fetch a hub model that is not on disk")
+
+
+def add_device_argument(parser) -> None:
+    """--device."""
+    parser.add_argument("--device", default="cpu", help="torch device: cpu, cuda, cuda:N, mps (default "
+                        "%(default)s; under torchrun, cuda is each rank's LOCAL_RANK GPU)")
 
 
 def add_precision_arguments(parser, *, radius: bool) -> None:
@@ -47,10 +61,12 @@ def add_precision_arguments(parser, *, radius: bool) -> None:
                         f"default {DEFAULT_PRECISION}) or {'/'.join(EXACT)}, the exact number of float "
                         f"values in [-r, r]")
     parser.add_argument("--eps", type=float, metavar="EPS",
-                        help="absolute precision ε instead of --precision")
+                        help="absolute precision ε (same unit as the hidden states' coordinates) instead of "
+                        "--precision")
     if radius:
-        parser.add_argument("--r", type=float, metavar="R", help="support radius (largest |coordinate|); "
-                            "needed by --eps and the exact-* precisions, irrelevant for relative ones")
+        parser.add_argument("--r", type=float, metavar="R", help="support radius, the largest |coordinate| "
+                            "of the hidden states; needed by --eps and the exact-* precisions, irrelevant "
+                            "for relative ones")
 
 
 def add_save_argument(parser, *, default: str = "results/<command>/<config hash>",
@@ -64,8 +80,8 @@ def add_save_argument(parser, *, default: str = "results/<command>/<config hash>
 def add_run_arguments(parser, *, resumable: bool = False) -> None:
     """--save, --threads, --progress."""
     add_save_argument(parser, resumable=resumable)
-    parser.add_argument("--threads", type=int, metavar="N", help="torch CPU threads while the command runs "
-                        "(default torch's; 1 is often fastest on a busy machine)")
+    parser.add_argument("--threads", type=int, metavar="N", help="torch CPU threads while the command runs, "
+                        ">= 1 (default torch's; 1 is often fastest on a busy machine)")
     parser.add_argument("--progress", action="store_true", help="progress bars on stderr")
 
 
@@ -79,7 +95,8 @@ def add_sampling_arguments(parser) -> None:
                         f"(default {' '.join(map(str, default.lengths))})")
     parser.add_argument("--batch-size", type=int, default=default.batch_size,
                         help="prompts per forward pass (default %(default)s)")
-    parser.add_argument("--seed", type=int, default=default.seed, help="seed of the random prompts")
+    parser.add_argument("--seed", type=int, default=default.seed, help="seed of the random prompts, an "
+                        "integer in [0, 2^63)")
     parser.add_argument("--no-bos", action="store_true", help="never put the BOS token in front")
 
 
@@ -98,25 +115,24 @@ def precision_of(args) -> dict:
     ...
     accessibility.checks.InputError: give either --eps (an absolute ε) or --precision, not both
     """
-    from accessibility.checks import InputError, positive
+    from accessibility.checks import positive
     from accessibility.precision import ABSOLUTE, DEFAULT_PRECISION
 
     if args.precision is not None and args.eps is not None:
         raise InputError(BOTH_PRECISIONS)
     if args.eps is not None:
-        positive("eps", args.eps)
+        positive("--eps", args.eps)
     name = ABSOLUTE if args.eps is not None else args.precision or DEFAULT_PRECISION
     spec = {"precision": name, "eps": args.eps}
     if hasattr(args, "r"):
         if args.r is not None:
-            positive("r", args.r)
+            positive("--r", args.r)
         spec["r"] = args.r
     return spec
 
 
 def needs_radius(spec: dict) -> None:
     """Refuse --eps or an exact-* precision without --r (in commands that do not measure r)."""
-    from accessibility.checks import InputError
     from accessibility.precision import EXACT
 
     if spec.get("r") is None and (spec["eps"] is not None or spec["precision"] in EXACT):
@@ -124,33 +140,33 @@ def needs_radius(spec: dict) -> None:
         raise InputError(f"{flag} needs --r (the support radius)")
 
 
-def load_model(args):
-    """The model of --model/--dtype/--device/--allow-download; with ``--device cuda`` and several
-    processes (``torchrun``), each takes the GPU of its ``LOCAL_RANK``."""
+def device_of(args) -> str:
+    """--device; ``cuda`` under several processes (``torchrun``) is the GPU of the rank's ``LOCAL_RANK``."""
     import os
 
+    if args.device == "cuda" and "LOCAL_RANK" in os.environ:
+        return f"cuda:{int(os.environ['LOCAL_RANK'])}"
+    return args.device
+
+
+def load_model(args):
+    """The model of --model/--dtype/--device/--allow-download (checked by :func:`check_model`)."""
     import torch
 
-    from accessibility.checks import InputError
-    from accessibility.models import cpu_has_native_bf16
     from accessibility.models import load_model as load
 
-    device = args.device
-    if device == "cuda" and "LOCAL_RANK" in os.environ:
-        device = f"cuda:{int(os.environ['LOCAL_RANK'])}"
-    if args.dtype == "bfloat16" and torch.device(device).type == "cpu" and not cpu_has_native_bf16():
-        raise InputError("--dtype bfloat16 needs a CPU with native bf16 (AVX512-BF16 or AMX); this one "
-                         "emulates it, hundreds of times slower: use float32, or a GPU (--device cuda)")
-    return load(args.model, dtype=getattr(torch, args.dtype), device=device,
+    return load(args.model, dtype=getattr(torch, args.dtype), device=device_of(args),
                 allow_download=args.allow_download)
 
 
-def geometry_config(args, samples: int):
-    """The :class:`~accessibility.geometry.GeometryConfig` of the sampling flags, ``samples`` per length."""
+def geometry_config(args, samples: int, samples_flag: str = "--samples"):
+    """The :class:`~accessibility.geometry.GeometryConfig` of the sampling flags, ``samples`` per length
+    (given by ``samples_flag``, which its errors name)."""
     from accessibility.geometry import GeometryConfig
 
-    return GeometryConfig(lengths=tuple(args.lengths), samples=samples, batch_size=args.batch_size,
-                          seed=args.seed, add_bos=not args.no_bos)
+    with as_flags({"samples": samples_flag}):
+        return GeometryConfig(lengths=tuple(args.lengths), samples=samples, batch_size=args.batch_size,
+                              seed=args.seed, add_bos=not args.no_bos)
 
 
 #: Statistics of the published table shown next to ours (our key -> table column).
@@ -170,22 +186,106 @@ def published_row(name: str) -> dict | None:
     return {ours: (None if math.isnan(row[col]) else float(row[col])) for ours, col in PUBLISHED_KEYS.items()}
 
 
+# --- checks before any work ----------------------------------------------------------------------
+
+
+def flag(field: str) -> str:
+    """The flag of a config field: ``batch_size`` -> ``--batch-size``."""
+    return "--" + field.replace("_", "-")
+
+
+@contextmanager
+def as_flags(names: Mapping[str, str] | None = None):
+    """Re-raise an :class:`InputError` of the block that names a config field (``batch_size``) naming
+    the flag the user typed instead: ``names[field]``, else :func:`flag` of it.
+
+    >>> from accessibility.cells import CellsConfig
+    >>> with as_flags({"batch_size": "--chunk"}):
+    ...     CellsConfig(batch_size=0)
+    Traceback (most recent call last):
+    ...
+    accessibility.checks.InputError: --chunk must be an integer >= 1, got 0
+    """
+    try:
+        yield
+    except InputError as err:
+        if err.name is None or err.name.startswith("-"):
+            raise
+        typed = (names or {}).get(err.name, flag(err.name))
+        raise InputError(str(err).replace(err.name, typed, 1), typed) from None
+
+
+def count(name: str, value) -> None:
+    """A whole number >= 1 (or every one of a list)."""
+    at_least(name, value, 1, integer=True)
+
+
+def check_flags(args, rules: Mapping[str, Callable]) -> None:
+    """Check flags by a table ``{flag: rule}``; ``rule(flag, value)`` raises (see :mod:`accessibility.checks`)
+    and is skipped where the flag holds None (not given, no default)."""
+    for name, rule in rules.items():
+        value = getattr(args, name.removeprefix("--").replace("-", "_"))
+        if value is not None:
+            rule(name, value)
+
+
+def check_device(args):
+    """--threads, --device and, where the command has it, --dtype: the torch device."""
+    from accessibility.models import check_device as device_check
+    from accessibility.models import cpu_has_native_bf16
+
+    check_flags(args, {"--threads": count})
+    device = device_check(device_of(args), "--device")
+    if getattr(args, "dtype", None) == "bfloat16" and device.type == "cpu" and not cpu_has_native_bf16():
+        raise InputError("--dtype bfloat16 needs a CPU with native bf16 (AVX512-BF16 or AMX); this one "
+                         "emulates it, hundreds of times slower: use float32, or a GPU (--device cuda)")
+    return device
+
+
+def check_model(args, name: str | None = None, flag_name: str = "--model"):
+    """:func:`check_device`, then the :class:`~accessibility.models.ModelFacts` of ``name`` (default
+    --model) read without loading its weights; a model that cannot be loaded is refused here."""
+    from accessibility.models import ModelUnavailableError, model_facts
+
+    check_device(args)
+    name = args.model if name is None else name
+    try:
+        return model_facts(name, allow_download=args.allow_download)
+    except ModelUnavailableError as err:
+        raise InputError(f"{flag_name} {name}: {err}", flag_name) from None
+
+
+def check_lengths(args, facts) -> None:
+    """--lengths within the model's context window (the BOS token, where the model has one, is checked
+    once the model has loaded, before any work)."""
+    longest = max(args.lengths)
+    if facts.context_length is not None and longest > facts.context_length:
+        raise InputError(f"--lengths {longest} exceeds the context window of {args.model} "
+                         f"({facts.context_length} tokens)", "--lengths")
+
+
+def check_folder(args, kind: str, config) -> Path:
+    """The run folder, --save or ``results/<kind>/<config hash>``: new and creatable, empty, or this
+    very run (:func:`accessibility.results.check_run_folder`)."""
+    from accessibility.results import check_run_folder, default_folder
+
+    return check_run_folder(args.save or default_folder(kind, config), kind, config, "--save")
+
+
 # --- the saved run -------------------------------------------------------------------------------
 
 
-def start_run(args, kind: str, config):
-    """--save, or ``results/<kind>/<config hash>``; created with its config.json (a folder holding
-    another config is refused)."""
-    from accessibility.results import default_folder, save_run
+def start_run(folder, kind: str, config) -> Path:
+    """Create the run folder with its config.json (for a command that appends records while it runs)."""
+    from accessibility.results import save_run
 
-    return save_run(args.save or default_folder(kind, config), {"kind": kind, "config": config})
+    return save_run(folder, {"kind": kind, "config": config})
 
 
-def save(args, kind: str, config, result: dict, records=()) -> dict:
+def save(folder, kind: str, config, result: dict, records=()) -> dict:
     """Save ``result`` as the summary of the run (and ``records``); add ``folder`` to the result."""
-    from accessibility.results import default_folder, save_run
+    from accessibility.results import save_run
 
-    folder = args.save or default_folder(kind, config)
     save_run(folder, {"kind": kind, "config": config}, records, result)
     return {**result, "folder": str(folder)}
 

@@ -22,7 +22,8 @@ from __future__ import annotations
 import math
 
 from accessibility.cli._common import (
-    add_precision_arguments, add_save_argument, aligned, needs_radius, precision_of,
+    add_precision_arguments, add_save_argument, aligned, as_flags, check_flags, check_folder, count,
+    needs_radius, precision_of, save,
 )
 from accessibility.precision import EXACT
 
@@ -57,13 +58,18 @@ def add_arguments(parser) -> None:
     add_save_argument(parser, default="none: a calculation is not saved")
 
 
-def _inputs(args) -> dict:
-    """Width, vocabulary, radii, min cos and the model's row, from the flags and the shipped table."""
+def check(args) -> dict:
+    """Every flag and combination, and --save, before any work: width, vocabulary, radii, min cos and
+    the model's row, from the flags and the shipped table."""
     from accessibility import published
-    from accessibility.checks import InputError
+    from accessibility.checks import InputError, at_least, in_range, positive
+    from accessibility.precision import log_levels
 
     spec = precision_of(args)
-    row = published.lookup(args.model) if args.model else None
+    try:
+        row = published.lookup(args.model) if args.model else None
+    except InputError as err:
+        raise InputError(f"--model {err}", "--model") from None
     for flag, value in (("--d-model", args.d_model), ("--vocab-size", args.vocab_size)):
         if row is not None and value is not None:
             raise InputError(f"give --model or {flag}, not both: the model's published statistics belong "
@@ -76,10 +82,17 @@ def _inputs(args) -> dict:
     v = args.vocab_size if args.vocab_size is not None else (None if row is None else int(row["vocab_size"]))
     if d is None or v is None:
         raise InputError("give --d-model and --vocab-size, or --model NAME")
+    at_least("--d-model", d, 1, integer=True), at_least("--vocab-size", v, 2, integer=True)
+    check_flags(args, {"--min-cos": lambda name, x: in_range(name, x, -1, 1), "--m": count, "--n": count,
+                       "--delta": lambda name, x: in_range(name, positive(name, x), 0, 1)})
     r = args.r if args.r is not None else known("linf_max")
     needs_radius({**spec, "r": r})
     if args.r2 is not None and (args.r is None or args.min_cos is None):
         raise InputError("--r2 needs --r and --min-cos (it is the Euclidean radius of the cone bound)")
+    if args.r2 is not None and not args.r <= positive("--r2", args.r2) <= math.sqrt(d) * args.r:
+        raise InputError(f"--r2 {args.r2:g} is impossible with --r {args.r:g}: a support whose largest "
+                         f"|coordinate| is r has its largest Euclidean norm between r and sqrt(d)·r = "
+                         f"{math.sqrt(d) * args.r:g}", "--r2")
     min_cos = args.min_cos if args.min_cos is not None else known("min_cos")
     if args.min_cos is not None and d < 2:
         raise InputError("--min-cos (the cone bound) needs --d-model >= 2")
@@ -90,7 +103,16 @@ def _inputs(args) -> dict:
     if args.delta is not None and args.m is None:
         raise InputError("--delta needs --m (the threshold n(delta) is for a prompt of m vectors)")
     r2 = args.r2 if args.r2 is not None else (known("l2_max") if args.r is None else None)
+    with as_flags():  # an exact precision whose format cannot hold r
+        log_levels(r=r, precision=args.precision, eps=args.eps)
+    if args.save:
+        check_folder(args, "bound", saved_flags(args))
     return {"row": row, "d": d, "v": v, "r": r, "r2": r2, "min_cos": min_cos}
+
+
+def saved_flags(args) -> dict:
+    """What a saved calculation is keyed by: its flags."""
+    return {k: v for k, v in vars(args).items() if k not in ("command", "json", "save") and k[0] != "_"}
 
 
 def _cone(d, v, numerator, r, r2, min_cos, prec) -> dict:
@@ -120,15 +142,10 @@ def _cone(d, v, numerator, r, r2, min_cos, prec) -> dict:
                                          "nats, not a positive count (the cone is too narrow for it)"}
 
 
-def run(args) -> dict:
+def run(args, x: dict) -> dict:
     from accessibility import bounds
-    from accessibility.checks import at_least, positive
 
-    x = _inputs(args)
     d, v, r, row = x["d"], x["v"], x["r"], x["row"]
-    at_least("d_model", d, 1, integer=True), at_least("vocab_size", v, 2, integer=True)
-    if r is not None:
-        positive("r", r)
     prec = {"r": r, "precision": args.precision, "eps": args.eps}
     numerator = bounds.log_ball_count(d_model=d, **prec)
     c = bounds.slope(numerator, vocab_size=v)
@@ -146,26 +163,21 @@ def run(args) -> dict:
         out.update(_published(row, d, v, r, out.get("min_cos"), args.precision,
                               absolute=args.eps is not None))
     if args.m is not None:
-        m = int(at_least("m", args.m, 1, integer=True))
+        m = args.m
         out.update(m=m, log10_count=bounds.to_log10(bounds.log_count(d_model=d, m=m, **prec)),
                    n_star_bound=bounds.n_star_bound(m=m, slope=c),
                    n50_bound=bounds.n50_bound(m=m, slope=c, vocab_size=v))
         if args.delta is not None:
             out["n_delta"] = bounds.length_threshold(m=m, slope=c, vocab_size=v, delta=args.delta)
         if args.n is not None:
-            n = int(at_least("n", args.n, 1, integer=True))
+            n = args.n
             out.update(n=n, log10_fraction_bound=bounds.log10_fraction_bound(n=n, m=m, slope=c, vocab_size=v))
             if cone is not None:
                 out["log10_fraction_bound_cone"] = bounds.log10_fraction_bound(
                     n=n, m=m, slope=cone["slope_cone"], vocab_size=v)
     if args.precision not in EXACT:  # Corollary 4.10 needs a metric resolution ε
         out["log10_N_unbounded"] = bounds.log10_unbounded_threshold(d_model=d, vocab_size=v, **prec)
-    if args.save:
-        from accessibility.cli._common import save
-
-        flags = {k: v for k, v in vars(args).items() if k not in ("command", "json", "save") and k[0] != "_"}
-        return save(args, "bound", flags, out)
-    return out
+    return save(args.save, "bound", saved_flags(args), out) if args.save else out
 
 
 def _published(row, d: int, v: int, r, min_cos, precision: str | None, absolute: bool) -> dict:

@@ -5,8 +5,15 @@ per length) to find the region: a centred ball of the measured L2 radius, the bo
 per-coordinate ranges (default), or the hidden states themselves (``--region hidden``: N forward
 passes, slow). Then draws N points in chunks and assigns each to its argmax cell (what greedy
 decoding does; default) or its Euclidean Voronoi cell (the published pipeline's choice). Prints
-H = -mean ln p_v, its bootstrap band, the zero-count fraction, ln N (the resolution floor), H at
-N/2, N/4, ..., the published k-fold log-convolution estimate and the slope C_cells = d ln(1 + 2r/ε) / H.
+H = -mean ln p_v in nats, its bootstrap band, the zero-count fraction, ln N (the resolution floor), H
+at N/2, N/4, ..., the published k-fold log-convolution estimate and the slope
+C_cells = d ln(1 + 2r/ε) / H in tokens per prompt vector (a heuristic, not a bound).
+
+H can exceed ln|V|, and that is no error: H = -(1/|V'|) Σ ln p_v averages over the V' cells that
+received points (shares p_v > 0, summing to 1), and by Jensen's inequality that mean of -ln p_v is at
+least -ln of the mean share, ln|V'|; equality holds only when every share is 1/|V'|. Unequal cells
+raise H, so H >= ln|V'| always, and with few empty cells H > ln|V|.
+
 The run is saved with ``--save DIR`` (default ``results/cells/<config hash>``).
 
 Examples::
@@ -22,7 +29,8 @@ import time
 
 from accessibility.cli._common import (
     add_model_arguments, add_precision_arguments, add_run_arguments, add_sampling_arguments, aligned,
-    geometry_config, load_model, number, precision_of, published_row, save, table,
+    as_flags, check_flags, check_folder, check_lengths, check_model, geometry_config, load_model, number,
+    precision_of, published_row, save, table,
 )
 
 
@@ -33,16 +41,16 @@ def add_arguments(parser) -> None:
     default = CellsConfig()
     add_model_arguments(parser, default="smollm2-135m")
     parser.add_argument("--samples", type=int, default=default.samples,
-                        help="Monte-Carlo points N (default %(default)s)")
+                        help="Monte-Carlo points N, >= 2 (default %(default)s)")
     parser.add_argument("--region", choices=REGIONS, default=default.region,
                         help="where points are drawn (default %(default)s)")
     parser.add_argument("--assign", choices=ASSIGNMENTS, default=default.assign,
                         help="cell type (default %(default)s)")
     parser.add_argument("--geometry-samples", type=int, default=GeometryConfig().samples,
-                        help="prompts per length to measure the region (default %(default)s)")
+                        help="random prompts per length to measure the region (default %(default)s)")
     parser.add_argument("--chunk", type=int, default=default.batch_size,
-                        help="points per matrix multiply (default %(default)s)")
-    parser.add_argument("--top", type=int, default=10, help="list the TOP largest cells")
+                        help="Monte-Carlo points per matrix multiply (default %(default)s)")
+    parser.add_argument("--top", type=int, default=10, help="list the TOP largest cells, >= 0")
     add_sampling_arguments(parser)
     add_precision_arguments(parser, radius=False)
     add_run_arguments(parser)
@@ -55,10 +63,22 @@ def run_config(args) -> dict:
     per_length = args.geometry_samples
     if args.region == "hidden":
         per_length = max(per_length, math.ceil(args.samples / len(args.lengths)))
-    cells = CellsConfig(samples=args.samples, region=args.region, assign=args.assign, seed=args.seed,
-                        batch_size=args.chunk)
-    return {"model": args.model, "dtype": args.dtype, "geometry": geometry_config(args, per_length),
-            "cells": cells, **precision_of(args)}
+    geometry = geometry_config(args, per_length, "--geometry-samples")
+    with as_flags({"batch_size": "--chunk"}):
+        cells = CellsConfig(samples=args.samples, region=args.region, assign=args.assign, seed=args.seed,
+                            batch_size=args.chunk)
+    return {"model": args.model, "dtype": args.dtype, "geometry": geometry, "cells": cells,
+            **precision_of(args)}
+
+
+def check(args):
+    """Every flag, the model (read from its config) and the run folder, before any work: the folder."""
+    from accessibility.checks import at_least
+
+    check_flags(args, {"--top": lambda name, value: at_least(name, value, 0, integer=True)})
+    config = run_config(args)
+    check_lengths(args, check_model(args))
+    return check_folder(args, "cells", config)
 
 
 def region_for(args, loaded, config):
@@ -77,7 +97,7 @@ def region_for(args, loaded, config):
     return cells.Region.hidden(torch.cat(list(measured.hidden.values()))), stats
 
 
-def run(args) -> dict:
+def run(args, folder) -> dict:
     from accessibility import cells, geometry
     from accessibility.bounds import slope_bound
 
@@ -103,7 +123,7 @@ def run(args) -> dict:
         "published": published_row(info.name),
         "compute_seconds": time.perf_counter() - start,
     }
-    return save(args, "cells", config, result)
+    return save(folder, "cells", config, result)
 
 
 def text(result: dict) -> str:
@@ -115,6 +135,8 @@ def text(result: dict) -> str:
          f"nats (band {low:.4g} to {high:.4g}; published {number(published)})"),
         ("H, k-fold convolution", result["entropy_convolution"], "nats"),
         ("ln |V|, ln real tokens", f"{result['log_vocab']:.4g}, {result['log_real_tokens']:.4g}", "nats"),
+        ("ln |V'|, cells with points", math.log(result["vocab_size"] * (1 - result["zero_count_fraction"])),
+         "nats: H >= ln |V'| always (Jensen; unequal shares raise H, so H may exceed ln |V|)"),
         ("ln N (resolution floor)", result["log_samples"], "nats"),
         ("zero-count fraction", result["zero_count_fraction"], ""),
         ("slope C, uniform cells", result["slope_uniform"], f"tokens per vector ({result['precision']})"),

@@ -8,55 +8,78 @@ minutes, --preset paper is the published Pythia-160m fine-tuning (a GPU and the 
 --allow-download). The run (config, command, summary with the training log and the full evaluation)
 is saved with ``--save DIR`` (default ``results/copy/<config hash>``); the same command again reuses
 the cached model.
+
+Lengths ℓ are in characters (symbols of the copy task); at most copying.MAX_LENGTH, so that an example
+(BOS, ℓ symbols, separator, the copy, EOS) fits a model's positions.
+
+Examples:
+
+    accessibility copy --arch rope --preset quick --json
+    accessibility copy --arch lstm --max-steps 2000 --eval-lengths 10 20 40 --save runs/lstm
+    accessibility copy --preset paper --device cuda --allow-download
 """
 
 from __future__ import annotations
 
 import argparse
 
-from accessibility.cli._common import add_run_arguments, aligned, number, save, table
+from accessibility.cli._common import (
+    add_device_argument, add_run_arguments, aligned, as_flags, check_device, check_folder, check_model, flag,
+    number, save, table,
+)
 
-#: The choices of --arch: ``accessibility.copy_models.ARCHITECTURES``, repeated here so that
-#: ``--help`` does not import torch (a test keeps the two equal).
-ARCHITECTURES = ("rope", "nope", "alibi", "lstm")
-#: Flags named after (and overriding) fields of CopyConfig, then of its CopyModelConfig.
-CONFIG_FLAGS = ("train_lengths", "eval_lengths", "eval_strings", "max_steps", "lr", "rows", "row_tokens",
-                "stop_strings", "count_eos", "seed")
-MODEL_FLAGS = ("d_model", "n_layers", "n_heads", "mlp_ratio")
+#: Flags named after (and overriding) fields of CopyConfig, then of its CopyModelConfig, with their help.
+CONFIG_FLAGS = {"train_lengths": "train on string lengths uniform in [A, B] characters",
+                "eval_lengths": "string lengths to evaluate, in characters",
+                "eval_strings": "strings per evaluation length", "max_steps": "training steps at most",
+                "lr": "peak AdamW learning rate", "rows": "rows per training batch",
+                "row_tokens": "packed tokens per training row",
+                "stop_strings": "held-out strings of the maximum length that must all be copied to stop",
+                "count_eos": "exact match also requires the EOS (else the letters only, as published)",
+                "seed": "seed of the initialisation and of every string, an integer in [0, 2^63)"}
+MODEL_FLAGS = {"d_model": "model width", "n_layers": "transformer blocks or LSTM layers",
+               "n_heads": "attention heads", "mlp_ratio": "MLP width over model width (transformers)"}
+#: Config fields whose flag is not --<field>: the two ends of --train-lengths A B.
+FIELD_FLAGS = {"train_lengths[0]": "--train-lengths A", "train_lengths[1]": "--train-lengths B"}
+#: argparse settings of the config flags that are not one integer.
+SHAPES = {"train_lengths": dict(type=int, nargs=2, metavar=("A", "B")),
+          "eval_lengths": dict(type=int, nargs="+", metavar="N"), "lr": dict(type=float),
+          "count_eos": dict(action="store_true", default=None)}
+
+
+def _presets(field: str) -> str:
+    """`` (quick preset: X; paper: Y)``: the values a flag left out takes."""
+    from dataclasses import asdict
+
+    from accessibility.copying import CopyConfig
+
+    def shown(config):
+        value = asdict(config.model if field in MODEL_FLAGS else config)[field]
+        return " ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+    paper = "Pythia-160m's own" if field in MODEL_FLAGS else shown(CopyConfig.paper())
+    return f" (quick preset: {shown(CopyConfig.quick())}; paper: {paper})"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from accessibility.copy_models import ARCHITECTURES
+
     parser.add_argument("--arch", choices=ARCHITECTURES, default="rope",
                         help="positional encoding of the transformer (rope, nope, alibi) or the lstm "
                         "baseline")
     parser.add_argument("--preset", choices=("quick", "paper"), default="quick",
                         help="quick: width 128, 2 layers, lengths 5..20 (CPU); paper: Pythia-160m, "
                         "lengths 5..50")
-    parser.add_argument("--train-lengths", type=int, nargs=2, metavar=("A", "B"),
-                        help="train on string lengths uniform in [A, B]")
-    parser.add_argument("--eval-lengths", type=int, nargs="+", metavar="N", help="string lengths to evaluate")
-    parser.add_argument("--eval-strings", type=int, help="strings per evaluation length")
-    parser.add_argument("--max-steps", type=int, help="training steps at most")
-    parser.add_argument("--lr", type=float, help="peak AdamW learning rate")
-    parser.add_argument("--rows", type=int, help="rows per training batch")
-    parser.add_argument("--row-tokens", type=int, help="packed tokens per training row")
-    parser.add_argument("--stop-strings", type=int,
-                        help="held-out strings of the maximum length that must all be copied to stop")
-    parser.add_argument("--count-eos", action="store_true", default=None,
-                        help="exact match also requires the EOS (default: the letters only, as published)")
-    parser.add_argument("--d-model", type=int, help="model width")
-    parser.add_argument("--n-layers", type=int, help="transformer blocks or LSTM layers")
-    parser.add_argument("--n-heads", type=int, help="attention heads")
-    parser.add_argument("--mlp-ratio", type=int, help="MLP width over model width (transformers)")
-    parser.add_argument("--seed", type=int, help="seed of the initialisation and of every string")
-    parser.add_argument("--device", default="cpu", help="torch device, e.g. cuda (default %(default)s)")
+    for field, text in {**CONFIG_FLAGS, **MODEL_FLAGS}.items():
+        parser.add_argument(flag(field), help=text + _presets(field), **SHAPES.get(field, {"type": int}))
+    add_device_argument(parser)
     parser.add_argument("--allow-download", action="store_true", help="let --preset paper fetch Pythia-160m")
     parser.add_argument("--retrain", action="store_true", help="train again even if a cached model exists")
     add_run_arguments(parser)
 
 
 def config_from_args(args):
-    """The :class:`~accessibility.copying.CopyConfig` the flags describe."""
+    """The :class:`~accessibility.copying.CopyConfig` the flags describe; its errors name the flags."""
     from dataclasses import replace
 
     from accessibility.checks import InputError
@@ -68,7 +91,8 @@ def config_from_args(args):
         config = CopyConfig.quick(args.arch)
     model_changes = {k: getattr(args, k) for k in MODEL_FLAGS if getattr(args, k) is not None}
     if model_changes and config.model.pretrained:
-        raise InputError(f"{config.model.pretrained} fixes its own shape; drop --{'/--'.join(model_changes)}")
+        raise InputError(f"{config.model.pretrained} fixes its own shape; drop "
+                         f"{'/'.join(map(flag, model_changes))}", flag(next(iter(model_changes))))
     changes = {k: getattr(args, k) for k in CONFIG_FLAGS if getattr(args, k) is not None}
     if "train_lengths" in changes:
         changes["train_lengths"] = tuple(changes["train_lengths"])
@@ -76,7 +100,8 @@ def config_from_args(args):
         changes.setdefault("row_tokens", max(config.row_tokens, 2 * high + 3))
     if "eval_lengths" in changes:
         changes["eval_lengths"] = tuple(changes["eval_lengths"])
-    return replace(config, model=replace(config.model, **model_changes), **changes)
+    with as_flags(FIELD_FLAGS):
+        return replace(config, model=replace(config.model, **model_changes), **changes)
 
 
 def run_config(args):
@@ -84,7 +109,18 @@ def run_config(args):
     return config_from_args(args)
 
 
-def run(args) -> dict:
+def check(args):
+    """Every flag, the device, the pretrained model of --preset paper (from its config) and the run
+    folder, before any work: the folder."""
+    config = run_config(args)
+    if config.model.pretrained:
+        check_model(args, config.model.pretrained, "--preset paper")
+    else:
+        check_device(args)
+    return check_folder(args, "copy", config)
+
+
+def run(args, folder) -> dict:
     import time
 
     from pathlib import Path
@@ -101,8 +137,8 @@ def run(args) -> dict:
            "compute_seconds": seconds}
     # the cached model, relative to the package cache (no machine's path in a saved run); "folder" is the run
     out["model_cache"] = str(Path(out.pop("folder")).resolve().relative_to(cache_dir().resolve()))
-    folder = save(args, "copy", config, saved_summary(result) | out)["folder"]
-    return {**out, "folder": folder}
+    save(folder, "copy", config, saved_summary(result) | out)
+    return {**out, "folder": str(folder)}
 
 
 def text(result: dict) -> str:

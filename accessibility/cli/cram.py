@@ -3,29 +3,34 @@
 Each target's capacity (the longest prefix a found prompt reproduces under greedy generate) is
 appended to ``records.jsonl`` in the run folder (``--save DIR``, default
 ``results/cram/<config hash>``) as soon as it is known, and the searches in flight are saved every
-minute (``inflight.json``); running the same command again resumes where it stopped. Prints
-n_50 per m with its confidence interval and how the searches ended, the slope of n_50 = a·m + b
-(and through 0) with R² and joint-bootstrap intervals, the Corollary 4.6 slope C for the same model
-at the chosen precision (default fp16 relative) and the ratio theory / experiment.
+minute (``inflight.json``); running the same command again resumes where it stopped, and a later
+command may add values of m or targets to the folder (a narrower one prints its own view and keeps
+the wider ``summary.json``). Prints n_50 per m (tokens) with its confidence interval and how the
+searches ended, the slope of n_50 = a·m + b (tokens per [mem] vector; and through 0) with R² and
+joint-bootstrap intervals, the Corollary 4.6 slope C for the same model at the chosen precision
+(default fp16 relative) and the ratio theory / experiment.
 
 Examples::
 
     accessibility cram --model toy --m 1 2 4 8 --json
     accessibility cram --model smollm2-135m --kind text --m 1 2 --targets 16 --threads 1 --save runs/text
+    accessibility cram --model toy --m 2 --protocol published --n-grid 2:20
     accessibility cram --model toy --precision exact-bf16 --r 30
 """
 
 from __future__ import annotations
 
 from accessibility.cli._common import (
-    add_model_arguments, add_precision_arguments, add_run_arguments, aligned, load_model, needs_radius,
-    number, precision_of, start_run, table,
+    add_model_arguments, add_precision_arguments, add_run_arguments, aligned, as_flags, check_flags,
+    check_folder, check_model, count, device_of, load_model, needs_radius, number, precision_of, start_run,
+    table,
 )
+from accessibility.results import SUMMARY_FILE
 
-#: Flags that map one-to-one onto CramConfig fields (None: keep the preset's value).
+#: Flags that map one-to-one onto CramConfig fields (None: keep the preset's value): type, help.
 OVERRIDES = {
     "max_steps": (int, "optimiser steps per probe (one fixed-length run)"),
-    "patience": (int, "a probe fails after this many steps without a better accuracy"),
+    "patience": (int, "a probe fails after this many optimiser steps without a better accuracy"),
     "lr": (float, "AdamW learning rate"),
     "n_start": (int, "first probe length in tokens (search)"),
     "growth": (float, "probe length factor while every probe succeeds (search)"),
@@ -39,6 +44,12 @@ OVERRIDES = {
 BULKY = ("mem",)
 #: The cost model of ``--protocol published`` when each run has the process to itself.
 PUBLISHED_COST = "one fixed-length run at a time (published)"
+#: Flags that hold no config field, checked first: flag -> rule(flag, value) of accessibility.checks.
+FLAG_RULES = {"--m": count, "--targets": count, "--batch-size": count}
+#: Flags that only one protocol reads (the published protocol runs fixed lengths, CramConfig.fixed).
+PROTOCOL_FLAGS = {"search": ("--n-start", "--growth", "--n-max", "--cold-start"), "published": ("--n-grid",)}
+#: Target kinds a model without a tokenizer cannot make.
+TOKENIZER_KINDS = ("random-words", "text")
 
 
 def add_arguments(parser) -> None:
@@ -49,37 +60,41 @@ def add_arguments(parser) -> None:
 
     add_model_arguments(parser, default="toy")
     batch = inspect.signature(sweep).parameters["batch_size"].default
+    quick, paper = CramConfig.quick(), CramConfig.paper()
     parser.add_argument("--m", type=int, nargs="+", default=[1, 2, 4], help="numbers of [mem] vectors")
     parser.add_argument("--targets", type=int, default=16, help="targets per m (K)")
     parser.add_argument("--kind", choices=KINDS + tuple(ALIASES), default=KINDS[0],
-                        help="random-tokens (uniform real tokens), random-words (uniform English words) or "
-                        "text (chunks of the shipped public-domain text); 'random' is a deprecated alias")
+                        help="random-tokens (uniform real tokens), random-words (uniform English words; "
+                        "needs a tokenizer) or text (chunks of the shipped public-domain text; needs a "
+                        "tokenizer); 'random' is a deprecated alias")
     parser.add_argument("--protocol", choices=PROTOCOLS, default=PROTOCOLS[0],
-                        help="search: each target's capacity by growth then bisection (default); published: "
+                        help="search: each target's capacity by growth then bisection; published: "
                         "one fixed-length run per target and n, n_50 the logistic midpoint")
     parser.add_argument("--n-grid", metavar="A:B[:STEP]",
-                        help="the published protocol's lengths n = A, A+STEP, ..., B (default: the authors' "
-                        "adaptive scan, 10..1000 by 100, then by 10)")
+                        help="with --protocol published: the lengths n = A, A+STEP, ..., B in tokens "
+                        "(default: the authors' adaptive scan, 10..1000 by 100, then by 10)")
     parser.add_argument("--preset", choices=("paper", "quick"), default="quick", help="optimiser preset")
     parser.add_argument("--batch-size", type=int, default=batch,
-                        help="targets per forward pass (1: one at a time; default %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="fixes the targets and the initial [mem]")
+                        help="targets per forward pass (1: one at a time)")
+    parser.add_argument("--seed", type=int, default=0, help="fixes the targets and the initial [mem]; an "
+                        "integer in [0, 2^63)")
     parser.add_argument("--first-token", choices=("given", "predicted"), default="given",
                         help="t_1 is an input (published protocol) or must be produced by [mem]")
     parser.add_argument("--prefix", default=CramConfig.prefix,
                         help="token next to [mem]: auto (the tokenizer's BOS, else the model's documented "
-                        "choice, else none), none, or a token id")
+                        "choice, else none), none, or a token id below |V|")
     parser.add_argument("--prefix-position", choices=PREFIX_POSITIONS, default=CramConfig.prefix_position,
-                        help="the prefix token before [mem] (default) or after it (the published BOS layout)")
+                        help="the prefix token before [mem] or after it (the published BOS layout)")
     parser.add_argument("--cold-start", action="store_true",
                         help="start every probe from the target's initial [mem] (default: from the [mem] "
-                        "that solved the longest shorter length)")
+                        "that solved the longest shorter length; search)")
     parser.add_argument("--autocast-dtype", choices=AUTOCAST_DTYPES, default=CramConfig.autocast_dtype,
-                        help="autocast dtype of the optimisation (certification runs without; auto: bfloat16 "
-                        "on a CUDA device that supports it, else float32; float16: the published fp16 autocast "
-                        "without a gradient scaler, emulated on a CPU; default %(default)s)")
+                        help="autocast dtype of the optimisation (certification runs without; auto: "
+                        "bfloat16 on a CUDA device that supports it, else float32; float16: the published "
+                        "fp16 autocast without a gradient scaler, emulated on a CPU)")
     for name, (kind, help_text) in OVERRIDES.items():
-        parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=None, help=help_text)
+        defaults = f" (default: the preset's, quick {getattr(quick, name):g}, paper {getattr(paper, name):g})"
+        parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=None, help=help_text + defaults)
     add_precision_arguments(parser, radius=True)
     add_run_arguments(parser, resumable=True)
     parser.add_argument("--keep-mem", action="store_true",
@@ -112,6 +127,7 @@ def parse_grid(text: str) -> list[int]:
 
 
 def config_from_args(args):
+    """The :class:`~accessibility.cramming.CramConfig` of the flags; its errors name the flags."""
     from accessibility.checks import InputError
     from accessibility.cramming import CramConfig
 
@@ -121,35 +137,88 @@ def config_from_args(args):
             raise InputError(f"--prefix must be auto, none or a token id (an integer >= 0); got {prefix!r}")
         prefix = int(prefix)
     changes = {k: getattr(args, k) for k in OVERRIDES if getattr(args, k) is not None}
-    return CramConfig.preset(args.preset, first_token_given=args.first_token == "given", prefix=prefix,
-                             prefix_position=args.prefix_position, warm_start=not args.cold_start,
-                             autocast_dtype=args.autocast_dtype, **changes)
+    with as_flags({"warm_start": "--cold-start", "first_token_given": "--first-token"}):
+        return CramConfig.preset(args.preset, first_token_given=args.first_token == "given", prefix=prefix,
+                                 prefix_position=args.prefix_position, warm_start=not args.cold_start,
+                                 autocast_dtype=args.autocast_dtype, **changes)
 
 
 def run_config(args) -> dict:
     """What determines the records (the run folder's hash): not --m, --targets, --batch-size or the
     grid, so that a later command can add values of m, targets or lengths to the same folder."""
+    from accessibility.checks import seed
     from accessibility.targets import target_kind
 
-    return {"model": args.model, "dtype": args.dtype, "kind": target_kind(args.kind), "seed": args.seed,
-            "protocol": args.protocol, "cram": config_from_args(args)}
+    return {"model": args.model, "dtype": args.dtype, "kind": target_kind(args.kind),
+            "seed": seed("--seed", args.seed), "protocol": args.protocol, "cram": config_from_args(args)}
 
 
-def run(args) -> dict:
-    from accessibility.checks import at_least
-    from accessibility.cramming import shard_from_env, sweep
-    from accessibility.results import Inflight, RecordLog, config_hash, read_records, records_file, save_run
+def check(args):
+    """Every flag and combination, the model (read from its config) and the run folder, before any
+    work: the folder. The flags no config holds are checked by :data:`FLAG_RULES`, the config's by
+    itself, then the combinations, the model and the folder."""
+    check_flags(args, FLAG_RULES)
+    _check_protocol(args)
+    config = run_config(args)
+    needs_radius(precision_of(args))
+    _check_model(args, config, check_model(args))
+    return check_folder(args, "cram", config)
 
-    at_least("--targets", args.targets, 1, integer=True)
-    at_least("--m", args.m, 1, integer=True)
+
+def _check_protocol(args) -> None:
+    """Flags of the other protocol, a grid that parses, and a split adaptive scan (refused)."""
+    import os
+
+    from accessibility.checks import InputError
+    from accessibility.cramming import PROTOCOLS, shard_from_env
+
+    (other,) = set(PROTOCOLS) - {args.protocol}
+    given = [f for f in PROTOCOL_FLAGS[other] if getattr(args, f[2:].replace("-", "_")) not in (None, False)]
+    if given:
+        raise InputError(f"{given[0]} applies to --protocol {other} only; this is --protocol {args.protocol}",
+                         given[0])
+    if args.n_grid:
+        parse_grid(args.n_grid)
+    _, world = shard_from_env()
+    if args.protocol == "published" and not args.n_grid and world > 1:
+        raise InputError(f"--protocol published without --n-grid (the adaptive scan) needs every target's "
+                         f"result; give --n-grid to split it across WORLD_SIZE={os.environ['WORLD_SIZE']} "
+                         "processes", "--n-grid")
+
+
+def _check_model(args, config: dict, facts) -> None:
+    """The combinations of flags and model: targets it can make, a prefix among its tokens, an
+    autocast its device runs."""
+    import torch
+
+    from accessibility.checks import InputError
+    from accessibility.cramming import resolve_autocast
+
+    if config["kind"] in TOKENIZER_KINDS and not facts.tokenizer:
+        raise InputError(f"--kind {args.kind} needs a tokenizer; --model {args.model} has none "
+                         "(use random-tokens)", "--kind")
+    prefix = config["cram"].prefix
+    if isinstance(prefix, int) and prefix >= facts.vocab_size:
+        raise InputError(f"--prefix {prefix} is not a token of {args.model}: ids run from 0 to "
+                         f"{facts.vocab_size - 1}", "--prefix")
+    with as_flags():
+        resolve_autocast(config["cram"].autocast_dtype, torch.device(device_of(args)))
+
+
+def run(args, folder) -> dict:
+    from accessibility.cramming import shard_from_env, sweep, target_length
+    from accessibility.results import Inflight, RecordLog, config_hash, read_records, records_file
+    from accessibility.targets import make_targets
+
     precision = precision_of(args)
-    needs_radius(precision)
     grid = parse_grid(args.n_grid) if args.n_grid else None
     config = run_config(args)
     kind = config["kind"]
     shard = shard_from_env()
-    folder = start_run(args, "cram", config)
     lm = load_model(args)
+    # the targets can be made (text: enough of it) before the folder is
+    make_targets(lm, kind, args.targets, target_length(config["cram"], args.protocol, grid), seed=args.seed)
+    start_run(folder, "cram", config)
     ms = sorted(set(args.m))
     log = RecordLog(records_file(folder, *shard), omit=() if args.keep_mem else BULKY, timed=True)
     # every rank's records so far: this rank's log and the others' (a run split across processes),
@@ -162,12 +231,26 @@ def run(args) -> dict:
     seconds = [r.get("seconds") for r in records]
     summary.update(model=lm.info.name, kind=kind, protocol=args.protocol,
                    compute_seconds=None if None in seconds else sum(seconds), config_hash=config_hash(config))
-    # The summary of the finished run only: a rank that ends while others still run (or ran after
-    # it started) has not seen every record; a single process over all logs then writes it. It
-    # covers every rank, so it names none (each rank's record log is named by its rank).
-    if complete(summary):
-        save_run(folder, {"kind": "cram", "config": config}, summary=summary)
-    return {**summary, "folder": str(folder)}
+    return {**summary, **_save_summary(folder, config, summary), "folder": str(folder)}
+
+
+def _save_summary(folder, config: dict, summary: dict) -> dict:
+    """Write the summary of a finished run, unless the folder's summary reports more (a wider
+    request); then say it was kept. Nothing for a rank of a split sweep that has not seen every target
+    done (rank 0 may end before the others; one process over all the logs then writes it). It covers
+    every rank, so it names none (each rank's record log is named by its rank)."""
+    from accessibility.results import read_json, save_run
+
+    path = folder / SUMMARY_FILE
+    saved = read_json(path) if path.is_file() else None
+    if not complete(summary):
+        return {}
+    if saved is not None and not covers(summary, saved):
+        ms = " ".join(map(str, saved["m"]))
+        return {"summary_kept": f"{SUMMARY_FILE} kept: it reports more (m = {ms}, {saved.get('targets')} "
+                                "targets) than this request"}
+    save_run(folder, {"kind": "cram", "config": config}, summary=summary)
+    return {}
 
 
 def complete(result: dict) -> bool:
@@ -175,37 +258,39 @@ def complete(result: dict) -> bool:
     return all(n == result["targets"] for n in result["targets_done"].values())
 
 
+def covers(new: dict, old: dict) -> bool:
+    """Whether summary ``new`` reports all that ``old`` does: every m of ``old``, at least as many
+    targets and (published protocol) every length of its grid.
+
+    >>> covers({"m": [1, 2], "targets": 4}, {"m": [1], "targets": 4}), covers({"m": [1], "targets": 2},
+    ...                                                                     {"m": [1, 2], "targets": 4})
+    (True, False)
+    """
+    grid, old_grid = new.get("grid"), old.get("grid")
+    lists = isinstance(grid, list) and isinstance(old_grid, list)
+    wider = grid == old_grid or (lists and set(old_grid) <= set(grid))
+    return set(old["m"]) <= set(new["m"]) and new["targets"] >= old.get("targets", 0) and wider
+
+
 def summarize_protocol(protocol: str, records, info, ms, count: int, *, seed: int, grid, batch_size: int,
                        **precision) -> dict:
     """The summary of one protocol's records: the search's :class:`~accessibility.law.CramSummary`
-    (with each target's capacity), or the published protocol's accessibility points, logistic
-    n_50 and line; both say how many targets per m are complete (a sweep split across processes is
-    complete once every rank has run)."""
-    from accessibility.bounds import slope_bound
+    (with each target's capacity), or the published protocol's :class:`~accessibility.law.PointsSummary`
+    (with the grid and the cost model), as JSON; both say how many targets per m are complete (a
+    sweep split across processes is complete once every rank has run)."""
     from accessibility.cramming import capacities_by_m, points_by_m
-    from accessibility.law import fit_line, logistic_n50, summarize
+    from accessibility.law import summarize, summarize_points
 
-    complete = {str(m): len({r["index"] for r in records if r["m"] == m}) for m in ms}
+    model = {"d_model": info.d_model, "vocab_size": info.vocab_size, **precision}
+    done = {"targets_done": {str(m): len({r["index"] for r in records if r["m"] == m}) for m in ms},
+            "targets": count}
     if protocol == "search":
-        law = summarize(records, d_model=info.d_model, vocab_size=info.vocab_size, seed=seed, **precision)
-        return {**law.to_json(), "capacities": capacities_by_m(records), "targets_done": complete,
-                "targets": count}
-    points = points_by_m(records)
-    n50 = {m: logistic_n50(list(points[m]), list(points[m].values())) for m in ms if m in points}
-    out = {"m": ms, "n50": {str(m): v for m, v in n50.items()},
-           "accessibility": {str(m): {str(n): a for n, a in points[m].items()} for m in points},
-           "targets_done": complete, "targets": count, "grid": grid or "adaptive",
-           "cost_model": PUBLISHED_COST if batch_size == 1 else
-           f"batched ({batch_size} runs per forward pass): not the published cost model",
-           "slope_theory": float(slope_bound(d_model=info.d_model, vocab_size=info.vocab_size, **precision)),
-           "precision": precision["precision"]}
-    finite = [m for m in n50 if n50[m] == n50[m]]
-    for key, intercept in (("", True), ("_origin", False)):
-        line = fit_line(finite, [n50[m] for m in finite], intercept) if len(finite) >= 2 else None
-        out.update({f"slope{key}": line and line.slope, f"intercept{key}": line and line.intercept,
-                    f"r2{key}": line and line.r2, f"n_points{key}": line and line.n_points})
-    out["ratio"] = out["slope_theory"] / out["slope"] if out["slope"] else None
-    return out
+        law = summarize(records, seed=seed, **model)
+        return {**law.to_json(), "capacities": capacities_by_m(records), **done}
+    cost = PUBLISHED_COST if batch_size == 1 else \
+        f"batched ({batch_size} runs per forward pass): not the published cost model"
+    return {**summarize_points(points_by_m(records), **model).to_json(), **done, "grid": grid or "adaptive",
+            "cost_model": cost}
 
 
 def text(result: dict) -> str:
@@ -243,5 +328,6 @@ def text(result: dict) -> str:
                   f"tokens per vector ({result['precision']})"),
                  ("ratio C / slope", result["ratio"], ""),
                  *extra,
+                 ("saved summary", result.get("summary_kept"), ""),
                  ("compute time", result["compute_seconds"], "s"),
                  ("saved in", result["folder"], "")])])

@@ -2,8 +2,9 @@
 
 Samples final-layer, post-norm, last-position hidden states of random prompts (real tokens, BOS where
 the model expects it) at each prompt length, and prints the L∞/L2/L1 radii, the mean and minimum
-pairwise cosine, the cone half-angles and the slopes C of Corollary 4.6 for the ball, box, cone and
-ellipsoid supports (fp16-relative precision unless ``--precision``/``--eps``). Statistics are pooled
+pairwise cosine, the cone half-angles (radians) and the slopes C of Corollary 4.6 (tokens per prompt
+vector) for the ball, box, cone and ellipsoid supports (fp16-relative precision unless
+``--precision``/``--eps``); radii are in the units of the hidden states. Statistics are pooled
 over all lengths; ``per_length`` shows how each grows with ℓ and ``sample_size_trend`` how the slopes
 move on nested halves of the samples. For a model of the shipped table the published statistics are
 printed next to ours. When every post-norm L2 norm is c·√d for one c (the fingerprint of an untrained
@@ -14,8 +15,7 @@ Examples::
 
     accessibility geometry --model smollm2-135m --json
     accessibility geometry --model toy --lengths 4 16 64 --precision exact-fp16
-    accessibility geometry --model pythia-160m --samples 10000 --lengths 4 64 1024 --device cuda \\
-        --save runs/geometry-pythia-160m
+    accessibility geometry --model pythia-160m --samples 10000 --lengths 4 64 1024 --device cuda
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ import warnings
 
 from accessibility.cli._common import (
     add_model_arguments, add_precision_arguments, add_run_arguments, add_sampling_arguments, aligned,
-    geometry_config, load_model, precision_of, published_row, save, table,
+    check_folder, check_lengths, check_model, geometry_config, load_model, precision_of, published_row, save,
+    table,
 )
 
 #: Statistics of the text output: (key, label, unit).
@@ -52,7 +53,14 @@ def run_config(args) -> dict:
             **precision_of(args)}
 
 
-def run(args) -> dict:
+def check(args):
+    """Every flag, the model (read from its config) and the run folder, before any work: the folder."""
+    config = run_config(args)
+    check_lengths(args, check_model(args))
+    return check_folder(args, "geometry", config)
+
+
+def run(args, folder) -> dict:
     from accessibility import geometry
 
     start = time.perf_counter()
@@ -82,7 +90,7 @@ def run(args) -> dict:
         "published": published_row(info.name),
         "compute_seconds": time.perf_counter() - start,
     }
-    return save(args, "geometry", config, result)
+    return save(folder, "geometry", config, result)
 
 
 def text(result: dict) -> str:
