@@ -381,6 +381,7 @@ def _tokenizer(bos: str | None):
 @pytest.mark.parametrize(("bos", "documented", "expected"), [
     ("<|begin_of_text|>", None, 1),      # Llama-3: its BOS, before [mem]
     ("<bos>", None, 0),                  # Gemma-3
+    ("<bos>", 2, 0),                     # a BOS and a documented token: the BOS wins
     (None, 2, 2),                        # SmolLM2: no BOS, the documented <|endoftext|>
     (None, None, None),                  # Pythia, Qwen2.5: nothing
 ])
@@ -389,7 +390,10 @@ def test_auto_prefix_is_the_tokenizers_bos_else_the_documented_token(bos, docume
     info = describe(toy.model, _tokenizer(bos), "stub", "config", prefix_token_id=documented)
     lm = replace(toy, info=info)
     assert cr.prefix_token(lm, cr.CramConfig.quick()) == expected
-    assert cr.prefix_token(lm, cr.CramConfig.quick(prefix="none")) is None
+    none = cr.prefix_token(lm, cr.CramConfig.quick(prefix="none"))
+    assert none is None                                       # neither the BOS nor the documented token
+    mem, tokens = torch.zeros(1, 2, lm.info.d_model), torch.tensor([[3, 4]])
+    assert cr.build_inputs(lm, mem, tokens, none).shape[1] == 2 + 2   # [mem] and the target, nothing else
     if expected is not None:
         x = cr.build_inputs(lm, torch.zeros(1, 1, lm.info.d_model), torch.tensor([[3]]), expected)
         assert torch.equal(x[0, 0], lm.embed(torch.tensor([expected]))[0])     # BOS before [mem]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from accessibility.checks import InputError
-from accessibility.results import RecordLog, config_hash, load_run, save_run, shipped_runs
+from accessibility.results import RecordLog, check_run_folder, config_hash, load_run, save_run, shipped_runs
 
 
 def test_torn_last_line_is_ignored_then_cut(tmp_path):
@@ -62,15 +62,46 @@ def test_save_and_load_a_run(tmp_path):
     assert {"versions", "created", "kind"} <= set(run.config)
     with pytest.raises(InputError, match="another run"):
         save_run(folder, {"kind": "demo", "config": {"n": 4}})
+    with pytest.raises(InputError, match="another run"):                # same config, another command
+        save_run(folder, {"kind": "other", "config": {"n": 3}})
+    earlier = "2000-01-01T00:00:00+0000"                              # a day no test runs on: a lost
+    (folder / "config.json").write_text(json.dumps({**run.config, "created": earlier}))  # `created` shows
     save_run(folder, {**config, "command": "accessibility demo --n 3 --more"}, summary={"total": 2})
     again = load_run(folder)
     assert again.command == "accessibility demo --n 3 --more"
-    assert again.config["created"] == run.config["created"]
+    assert again.config["created"] == earlier
     assert again.config["commands"] == ["accessibility demo --n 3", "accessibility demo --n 3 --more"]
+    save_run(folder, {**config, "command": "accessibility demo --n 3 --less"})   # no summary: the folder's
+    assert load_run(folder).command == "accessibility demo --n 3 --more"         # stays that of its summary
     with pytest.raises(InputError, match="no saved run 'nowhere'.*shipped"):
         load_run("nowhere")
     with pytest.raises(InputError, match="accessibility cram ... --save cram-missing"):
         load_run("cram-missing")
+
+
+def test_a_run_folder_is_written_only_by_its_own_run(tmp_path):
+    """check_run_folder takes a new, empty or same-run folder and leaves no trace; it refuses a file, an
+    unwritable place, another run and a folder of someone else's files, as save_run does."""
+    config = {"kind": "demo", "config": {"n": 3}, "command": "accessibility demo"}
+    new = tmp_path / "a" / "b"
+    assert check_run_folder(new, "demo", {"n": 3}) == new and not (tmp_path / "a").exists()
+    (tmp_path / "empty").mkdir()
+    check_run_folder(tmp_path / "empty", "demo", {"n": 3})
+    save_run(tmp_path / "run", config)
+    check_run_folder(tmp_path / "run", "demo", {"n": 3})
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "theirs").mkdir()
+    (tmp_path / "theirs" / "summary.json").write_text("{}")
+    for folder, kind, words in [(tmp_path / "file", "demo", "is a file"),
+                                (tmp_path / "file" / "x", "demo", "file"),
+                                ("/proc/x", "demo", "cannot be written"),
+                                (tmp_path / "run", "other", "another run"),
+                                (tmp_path / "theirs", "demo", "no config.json")]:
+        with pytest.raises(InputError, match=words):
+            check_run_folder(folder, kind, {"n": 3}, "--save")
+    with pytest.raises(InputError, match="no config.json"):
+        save_run(tmp_path / "theirs", config, summary={"total": 1})
+    assert [p.name for p in (tmp_path / "theirs").iterdir()] == ["summary.json"]
 
 
 def test_shipped_runs_load_by_name_and_their_commands_rebuild_their_config():
