@@ -198,6 +198,18 @@ class CramConfig:
         """One fixed-length run at length n with these optimiser settings (the published unit)."""
         return replace(self, n_start=int(n), n_max=int(n), growth=1.0, bisect=False)
 
+    def growth_lengths(self) -> list[int]:
+        """The probe lengths of the growth phase while every probe succeeds (:func:`next_length`):
+        n_start, then ×growth, up to n_max.
+
+        >>> CramConfig.quick(n_start=8, growth=1.5, n_max=60).growth_lengths()
+        [8, 12, 18, 27, 41, 60]
+        """
+        lengths = [self.n_start]
+        while (n := next_length(lengths[-1], None, lengths[-1], self)) is not None:
+            lengths.append(n)
+        return lengths
+
 
 @dataclass
 class CramResult:

@@ -222,15 +222,38 @@ class SlopeFit:
 THEORY_FIELDS = ("slope_theory", "precision", "eps", "r", "d_model", "vocab_size")
 
 
+@dataclass(frozen=True)
 class _Law:
-    """What :class:`CramSummary` and :class:`PointsSummary` share: two fitted lines next to the
-    Corollary 4.6 slope, and their JSON form (the fits flattened to ``slope``, ``intercept``, ``r2``,
-    ``n_points`` and, with an interval, ``slope_ci``; ``_origin`` for the line through 0)."""
+    """What :class:`CramSummary` and :class:`PointsSummary` share: two fitted lines (``fit`` with
+    intercept, ``fit_origin`` through 0; None with fewer than two values of m) next to the Corollary
+    4.6 slope C = d ln(1 + 2r/ε) / ln|V| (``slope_theory``) at ``precision`` (``"absolute"`` when
+    ``eps`` was given; ``r`` where the convention needs one) for a model of width ``d_model`` and
+    vocabulary ``vocab_size``, and their JSON form (the fits flattened to ``slope``, ``intercept``,
+    ``r2``, ``n_points`` and, with an interval, ``slope_ci``; ``_origin`` for the line through 0)."""
+
+    fit: SlopeFit | None
+    fit_origin: SlopeFit | None
+    slope_theory: float
+    precision: str
+    eps: float | None
+    r: float | None
+    d_model: int
+    vocab_size: int
 
     @property
     def ratio(self) -> float | None:
         """Theory over experiment, C / slope (None without a positive fitted slope)."""
         return self.slope_theory / self.fit.slope if self.fit is not None and self.fit.slope > 0 else None
+
+    def quoted(self) -> dict:
+        """The numbers a text quotes about the law: the slope with its interval (``slope_lo``,
+        ``slope_hi``), the intercept, R² and the number of m (``points``) of the line with intercept,
+        the slope through 0 (``slope0``), the Corollary 4.6 slope (``theory``) and the ratio; None
+        where there is no line."""
+        fit, origin = self.fit or SlopeFit(*[None] * 4), self.fit_origin or SlopeFit(*[None] * 4)
+        return {"slope": fit.slope, "slope_lo": fit.low, "slope_hi": fit.high, "intercept": fit.intercept,
+                "r2": fit.r2, "points": fit.n_points, "slope0": origin.slope, "theory": self.slope_theory,
+                "ratio": self.ratio}
 
     def _law_json(self, interval: bool) -> dict:
         out = {}
@@ -255,20 +278,11 @@ class _Law:
 class CramSummary(_Law):
     """n_50(m) and the linear law of one set of targets, next to the Corollary 4.6 slope.
 
-    ``fit`` (with intercept) and ``fit_origin`` (through 0) are None with fewer than two values of m.
-    ``slope_theory`` is C = d ln(1 + 2r/ε) / ln|V| at ``precision`` (``"absolute"`` when ``eps`` was
-    given; ``r`` where the convention needs one). ``to_json``/``from_json`` round-trip exactly.
+    The fits and the theory fields are those of :class:`_Law`. ``to_json``/``from_json`` round-trip
+    exactly.
     """
 
     points: tuple[MPoint, ...]
-    fit: SlopeFit | None
-    fit_origin: SlopeFit | None
-    slope_theory: float
-    precision: str
-    eps: float | None
-    r: float | None
-    d_model: int
-    vocab_size: int
     confidence: float
     n_boot: int
     seed: int
@@ -305,7 +319,7 @@ class CramSummary(_Law):
                               stops=dict(d["stops"][str(m)]), n_censored=d["n_censored"][str(m)],
                               lower_bound=d["n50_lower_bound"][str(m)],
                               n50_logistic=d.get("n50_logistic", {}).get(str(m))) for m in d["m"])
-        return cls(points, **cls._law_fields(d), **{k: d[k] for k in ("confidence", "n_boot", "seed")})
+        return cls(points=points, **cls._law_fields(d), **{k: d[k] for k in ("confidence", "n_boot", "seed")})
 
     def table(self):
         """One row per m (a DataFrame): n_50 with its interval, the targets and how their searches
@@ -331,14 +345,6 @@ class PointsSummary(_Law):
 
     accessibility: dict[int, dict[int, float]]
     n50: dict[int, float | None]
-    fit: SlopeFit | None
-    fit_origin: SlopeFit | None
-    slope_theory: float
-    precision: str
-    eps: float | None
-    r: float | None
-    d_model: int
-    vocab_size: int
 
     @property
     def ms(self) -> list[int]:
@@ -355,7 +361,7 @@ class PointsSummary(_Law):
     def from_json(cls, d: Mapping) -> PointsSummary:
         """Inverse of :meth:`to_json`; other keys (a command's extras, derived values) are ignored."""
         points = {int(m): {int(n): a for n, a in by_n.items()} for m, by_n in d["accessibility"].items()}
-        return cls(points, {int(m): v for m, v in d["n50"].items()}, **cls._law_fields(d))
+        return cls(accessibility=points, n50={int(m): v for m, v in d["n50"].items()}, **cls._law_fields(d))
 
 
 def _ends(low: float, high: float) -> list:
@@ -391,12 +397,10 @@ def summarize(data, *, d_model: int, vocab_size: int, precision: str | None = No
     targets = sorted({i for recs in by_m.values() for i in recs})
     caps = {m: [by_m[m][i]["capacity"] if i in by_m[m] else math.nan for i in targets] for m in ms}
     points = tuple(_point(m, list(by_m[m].values()), confidence) for m in ms)
-    fits = [None, None]
-    if len(ms) >= 2:
-        fits = [_fit(ms, [p.n50 for p in points], caps, intercept, n_boot, confidence, seed)
-                for intercept in (True, False)]
-    return CramSummary(points, *fits, **_theory(d_model, vocab_size, precision, eps, r),
-                       confidence=confidence, n_boot=n_boot, seed=seed)
+    fit, fit_origin = [_fit(ms, [p.n50 for p in points], caps, intercept, n_boot, confidence, seed)
+                       if len(ms) >= 2 else None for intercept in (True, False)]
+    return CramSummary(points=points, fit=fit, fit_origin=fit_origin, confidence=confidence, n_boot=n_boot,
+                       seed=seed, **_theory(d_model, vocab_size, precision, eps, r))
 
 
 def summarize_points(points: Mapping[int, Mapping[int, float]], *, d_model: int, vocab_size: int,
@@ -414,10 +418,10 @@ def summarize_points(points: Mapping[int, Mapping[int, float]], *, d_model: int,
     n50s = {m: logistic_n50(list(by_n), list(by_n.values())) for m, by_n in points.items()}
     n50s = {m: None if math.isnan(v) else v for m, v in n50s.items()}
     defined = [m for m in sorted(n50s) if n50s[m] is not None]
-    fits = [_line(defined, [n50s[m] for m in defined], intercept) if len(defined) >= 2 else None
-            for intercept in (True, False)]
-    return PointsSummary({m: dict(by_n) for m, by_n in points.items()}, n50s, *fits,
-                         **_theory(d_model, vocab_size, precision, eps, r))
+    fit, fit_origin = [_line(defined, [n50s[m] for m in defined], intercept) if len(defined) >= 2 else None
+                       for intercept in (True, False)]
+    return PointsSummary(accessibility={m: dict(by_n) for m, by_n in points.items()}, n50=n50s, fit=fit,
+                         fit_origin=fit_origin, **_theory(d_model, vocab_size, precision, eps, r))
 
 
 def _theory(d_model: int, vocab_size: int, precision: str | None, eps: float | None, r: float | None) -> dict:
@@ -460,6 +464,72 @@ def run_summary(run, *, targets: int, d_model: int, vocab_size: int) -> CramSumm
         return CramSummary.from_json(run.summary)
     records = complete_points(run.records, targets)
     return summarize(records, d_model=d_model, vocab_size=vocab_size) if records else None
+
+
+# --- tables of saved runs -----------------------------------------------------------------------
+
+
+def side_by_side(summaries: Mapping[str, CramSummary]):
+    """n_50 with its interval per m, one set of columns per summary (``<label> n50``, ``<label> low``,
+    ``<label> high``), for summaries of the same targets at the same values of m (a DataFrame)."""
+    import pandas as pd
+
+    (ms, *others) = [s.ms for s in summaries.values()]
+    if any(other != ms for other in others):
+        raise InputError(f"side_by_side needs the same values of m in every summary; got {[ms, *others]}")
+    columns = {f"{label} {key}": [getattr(p, key) for p in s.points]
+               for label, s in summaries.items() for key in ("n50", "low", "high")}
+    return pd.DataFrame({"m": ms, **columns})
+
+
+def share_on(records, lengths) -> dict[int, float]:
+    """The fraction of each m's capacities that fall on one of ``lengths`` (the stage lengths of a
+    staged search, :meth:`accessibility.cramming.CramConfig.growth_lengths`, say).
+
+    >>> share_on([{"m": 1, "capacity": 8}, {"m": 1, "capacity": 9}, {"m": 2, "capacity": 12}], [8, 12])
+    {1: 0.5, 2: 1.0}
+    """
+    on: dict[int, list[bool]] = {}
+    for r in records:
+        on.setdefault(int(r["m"]), []).append(int(r["capacity"]) in set(lengths))
+    return {m: float(np.mean(hits)) for m, hits in sorted(on.items())}
+
+
+def progress(records: Mapping[str, list], ms, targets: int):
+    """How far unfinished sweeps are (a DataFrame indexed by label and m): how many targets ended each
+    way (the records' ``stop``), the targets done and of how many. ``records`` maps a label to the
+    records of one sweep so far; an empty frame when there are none."""
+    import pandas as pd
+
+    done = pd.DataFrame([{"kind": label, "m": r["m"], "ended": r["stop"]} for label, recs in records.items()
+                         for r in recs], columns=["kind", "m", "ended"])
+    if not len(done):
+        return done
+    every = pd.MultiIndex.from_product([list(records), list(ms)], names=["kind", "m"])
+    counts = done.value_counts(["kind", "m", "ended"]).unstack(fill_value=0).reindex(every, fill_value=0)
+    return counts.assign(**{"targets done": counts.sum(axis=1), "of": targets})
+
+
+def fixed_runs(runs: Mapping, reference: str):
+    """Fixed-length runs of the same targets at one n that differ in their settings (saved runs of
+    ``accessibility cram --protocol published`` with one length, :func:`accessibility.results.load_run`),
+    one row each (a DataFrame): the learning rate, step budget, patience, BOS placement and init scale,
+    how many targets were solved, how many runs gave up on patience or spent their budget, the mean
+    optimiser steps per run, and on how many targets the outcome is that of the ``reference`` run."""
+    import pandas as pd
+
+    solved = {label: {r["index"]: r["solved"] for r in run.records} for label, run in runs.items()}
+    rows = []
+    for label, run in runs.items():
+        cfg, stops = run.config["config"]["cram"], Counter(r["stop"] for r in run.records)
+        rows.append({"settings": label, "lr": f"{cfg['lr']:g}", "steps ≤": cfg["max_steps"],
+                     "patience": cfg["patience"], "BOS": cfg["prefix_position"],
+                     "init ×": f"{cfg['init_scale']:.3g}",
+                     "solved": f"{sum(solved[label].values())} / {len(solved[label])}",
+                     "stops: patience": stops["patience"], "stops: budget": stops["budget"],
+                     "steps / run": float(np.mean([r["steps"] for r in run.records])),
+                     f"as {reference}": sum(ok == solved[reference][i] for i, ok in solved[label].items())})
+    return pd.DataFrame(rows)
 
 
 def _as_records(data) -> list[Mapping]:

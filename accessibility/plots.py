@@ -71,6 +71,13 @@ def glue(name: str, value, display: bool = True) -> None:
     myst_glue(name, value, display=display)
 
 
+def glue_all(values) -> None:
+    """:func:`glue` each value of the mapping ``values`` under its name, none displayed (values the
+    text quotes)."""
+    for name, value in values.items():
+        glue(name, value, display=False)
+
+
 def glue_figure(name: str, fig) -> None:
     """Show ``fig`` exactly once and close it.
 

@@ -141,3 +141,36 @@ def test_complete_points_of_an_unfinished_run_match_the_finished_summary():
     assert law.complete_points(unfinished, 17) == []
     with pytest.raises(InputError, match="targets"):
         law.complete_points(unfinished, 0)
+
+
+def test_tables_of_saved_runs():
+    """The chapter's tables of saved runs: progress of unfinished sweeps, fixed-length runs that differ
+    in their settings, capacities on given lengths, and two summaries side by side."""
+    from types import SimpleNamespace
+
+    partial = {"text": [{"m": 1, "stop": "patience"}, {"m": 1, "stop": "budget"},
+                        {"m": 2, "stop": "patience"}]}
+    table = law.progress(partial, [1, 2, 4], targets=16)
+    assert table.loc[("text", 1), ["budget", "patience", "targets done", "of"]].tolist() == [1, 1, 2, 16]
+    assert table.loc[("text", 4), "targets done"] == 0 and law.progress({}, [1], 4).empty
+
+    def run(lr, solved, steps):
+        cram = {"lr": lr, "max_steps": 500, "patience": 150, "prefix_position": "before", "init_scale": 1.0}
+        records = [{"index": i, "solved": ok, "steps": s, "stop": "solved" if ok else "patience"}
+                   for i, (ok, s) in enumerate(zip(solved, steps))]
+        return SimpleNamespace(config={"config": {"cram": cram}}, records=records)
+
+    fixed = law.fixed_runs({"ours": run(0.1, [True, True, False], [10, 20, 30]),
+                            "slow": run(0.01, [False, True, False], [40, 50, 60])}, reference="ours")
+    assert fixed.set_index("settings").loc["slow", ["lr", "solved", "stops: patience", "steps / run",
+                                                     "as ours"]].tolist() == ["0.01", "1 / 3", 2, 50.0, 2]
+    assert law.share_on([{"m": 1, "capacity": c} for c in (8, 9, 12, 13)], [8, 12]) == {1: 0.5}
+    a = law.summarize({1: [4, 5, 6], 2: [9, 10, 11]}, d_model=8, vocab_size=16, n_boot=10)
+    b = law.summarize({1: [5, 6, 7], 2: [9, 12, 13]}, d_model=8, vocab_size=16, n_boot=10)
+    both = law.side_by_side({"a": a, "b": b})
+    assert both.columns.tolist() == ["m", "a n50", "a low", "a high", "b n50", "b low", "b high"]
+    assert both["b n50"].tolist() == [6.0, 12.0]
+    with pytest.raises(InputError, match="same values of m"):
+        law.side_by_side({"a": a, "c": law.summarize({1: [3, 4]}, d_model=8, vocab_size=16)})
+    one_m = law.summarize({1: [3]}, d_model=8, vocab_size=16)
+    assert a.quoted()["slope"] == a.fit.slope and one_m.quoted()["r2"] is None
