@@ -44,17 +44,18 @@ def add_arguments(parser) -> None:
     parser.add_argument("--vocab-size", type=int, metavar="V",
                         help="vocabulary size |V| (rows of the unembedding)")
     add_precision_arguments(parser, radius=True)
-    parser.add_argument("--r2", type=float, metavar="R2", help="largest Euclidean norm of the support (with "
-                        "--min-cos; needs --r): the Euclidean radius of the norm-consistent cone bound")
+    parser.add_argument("--r2", type=float, metavar="R2", help="largest Euclidean norm of the support, "
+                        "between r and sqrt(d)·r (with --min-cos; needs --r): the Euclidean radius of the "
+                        "norm-consistent cone bound")
     parser.add_argument("--min-cos", type=float, metavar="X", help="smallest pairwise cosine: adds the cone "
                         "bound with half-angle arccos(X)/2 (the paper's choice of angle), norm-consistent, "
                         "and the published cone convention (a heuristic)")
     parser.add_argument("--m", type=int, metavar="M", help="prompt length in vectors: adds Theorem 4.5's "
                         "count, Corollary 4.6's n* <= C·m and the bound on n_50")
-    parser.add_argument("--n", type=int, metavar="N", help="output length (needs --m): adds the log10 bound "
-                        "on the accessible fraction of V^n (Corollary 4.6)")
-    parser.add_argument("--delta", type=float, metavar="DELTA", help="with --m: the length past which the "
-                        "accessible fraction is below DELTA")
+    parser.add_argument("--n", type=int, metavar="N", help="output length in tokens (needs --m): adds the "
+                        "log10 bound on the accessible fraction of V^n (Corollary 4.6)")
+    parser.add_argument("--delta", type=float, metavar="DELTA", help="with --m: the length (tokens) past "
+                        "which the accessible fraction is below DELTA, in (0, 1]")
     add_save_argument(parser, default="none: a calculation is not saved")
 
 

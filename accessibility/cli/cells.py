@@ -12,7 +12,7 @@ C_cells = d ln(1 + 2r/ε) / H in tokens per prompt vector (a heuristic, not a bo
 H can exceed ln|V|, and that is no error: H = -(1/|V'|) Σ ln p_v averages over the V' cells that
 received points (shares p_v > 0, summing to 1), and by Jensen's inequality that mean of -ln p_v is at
 least -ln of the mean share, ln|V'|; equality holds only when every share is 1/|V'|. Unequal cells
-raise H, so H >= ln|V'| always, and with few empty cells H > ln|V|.
+raise H, so H >= ln|V'| always, and H > ln|V| once they outweigh the empty cells (ln|V| - ln|V'|).
 
 The run is saved with ``--save DIR`` (default ``results/cells/<config hash>``).
 

@@ -9,8 +9,8 @@ minutes, --preset paper is the published Pythia-160m fine-tuning (a GPU and the 
 is saved with ``--save DIR`` (default ``results/copy/<config hash>``); the same command again reuses
 the cached model.
 
-Lengths ℓ are in characters (symbols of the copy task); at most copying.MAX_LENGTH, so that an example
-(BOS, ℓ symbols, separator, the copy, EOS) fits a model's positions.
+Lengths ℓ are in characters (symbols of the copy task), at most 2046 (copying.MAX_LENGTH), so that an
+example (BOS, ℓ symbols, separator, the copy, EOS) fits a model's 4096 positions.
 
 Examples:
 
