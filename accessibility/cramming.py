@@ -20,7 +20,8 @@ the solution at capacity was found, a **confirming** probe at capacity + 1 runs 
 (from the initial [mem] without warm starts) for ``max_steps`` steps whatever its patience; if it
 succeeds, the search goes on upward (bisecting up to the next failed length, or growing). The
 capacity is thus the longest length this optimiser certifies: a lower bound on what the model can
-reach, raised by warm starts and full budgets above what cold per-point runs find. The reported capacity is certified by a real greedy ``generate`` from the snapshot that solved
+reach, raised by warm starts and full budgets above what cold per-point runs find. The reported
+capacity is certified by a real greedy ``generate`` from the snapshot that solved
 it, without autocast (fp32 weights by default).
 
 **Batching.** Many targets run in one forward pass, each with its own [mem] rows, AdamW state
@@ -426,7 +427,8 @@ class _Slots:
         self.lo_mem, self.init_mem = z(size, m, d), z(size, m, d)
         width = int(padded_length(torch.tensor(n_max)))
         self.targets = torch.zeros(size, width, dtype=torch.long, device=device)
-        self.step, self.length, self.best, self.since, self.nonfinite = (z(size, dt=torch.long) for _ in range(5))
+        counts = (z(size, dt=torch.long) for _ in range(5))
+        self.step, self.length, self.best, self.since, self.nonfinite = counts
         self.owner: list[int | None] = [None] * size   # position in the caller's target list
         self.lo = [0] * size                           # longest solved length
         self.hi: list[int | None] = [None] * size      # shortest failed length
@@ -528,7 +530,8 @@ def cram(lm, targets: torch.Tensor, m: int, config: CramConfig, *, seed: int = 0
          indices: Sequence[int] | None = None, batch_size: int = 16, progress: bool = False,
          on_result: Callable[[CramResult], None] | None = None, resume: Mapping[int, dict] | None = None,
          on_checkpoint: Callable[[dict[int, dict]], None] | None = None,
-         checkpoint_seconds: float | None = None, reopen: Mapping[int, Mapping] | None = None) -> list[CramResult]:
+         checkpoint_seconds: float | None = None,
+         reopen: Mapping[int, Mapping] | None = None) -> list[CramResult]:
     """Cram each target into m vectors and find its capacity; results in the order of ``targets``.
 
     ``targets`` (K, >= n_max) token ids; ``indices`` (default 0..K-1) name the targets for their
@@ -671,7 +674,8 @@ def _next_probe(slots: _Slots, s: int, config: CramConfig) -> bool:
 def shortest_failure(probes, above: int) -> tuple[int | None, str | None]:
     """(length, end) of the shortest failed probe longer than ``above``, or (None, None).
 
-    >>> shortest_failure([[8, True, 9, "solved"], [12, False, 150, "patience"], [10, False, 150, "budget"]], 9)
+    >>> probes = [[8, True, 9, "solved"], [12, False, 150, "patience"], [10, False, 150, "budget"]]
+    >>> shortest_failure(probes, 9)
     (10, 'budget')
     """
     failed = sorted((p[0], p[3]) for p in probes if not p[1] and p[0] > above)

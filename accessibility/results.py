@@ -404,7 +404,8 @@ def latest(records) -> list[dict]:
     """One record per key, in the order keys first appear: the one with the most ``steps`` (a unit of
     work extended after it was first written), the first of equals.
 
-    >>> latest([{"key": "a", "steps": 5}, {"key": "b"}, {"key": "a", "steps": 9}, {"key": "a", "steps": 9, "x": 1}])
+    >>> latest([{"key": "a", "steps": 5}, {"key": "b"}, {"key": "a", "steps": 9},
+    ...         {"key": "a", "steps": 9, "x": 1}])
     [{'key': 'a', 'steps': 9}, {'key': 'b'}]
     """
     found: dict[str, dict] = {}

@@ -208,14 +208,16 @@ def test_an_old_record_is_extended_as_a_fresh_search_ends_bitwise(toy, monkeypat
     cfg = replace(SMALL, n_start=2, growth=2.0, n_max=16)
     targets = random_targets(toy.info.real_token_ids, 6, cfg.n_max, seed=7)
     fresh = cr.cram(toy, targets, 2, cfg, seed=7, batch_size=3)
-    old, records = _before_confirmations(monkeypatch, lambda: cr.cram(toy, targets, 2, cfg, seed=7, batch_size=3))
+    old, records = _before_confirmations(monkeypatch,
+                                         lambda: cr.cram(toy, targets, 2, cfg, seed=7, batch_size=3))
     todo = [i for i, rec in records.items() if not cr.search_decided(rec, cfg)]
     assert todo and all(cr.search_decided(r.record(), cfg) for r in fresh)
     ext = cr.cram(toy, targets[todo], 2, cfg, seed=7, indices=todo, batch_size=2,
                   reopen={i: records[i] for i in todo})
     for e, i in zip(ext, todo):
-        assert (e.capacity, e.capacity_teacher, e.stop, e.probes) == (fresh[i].capacity, fresh[i].capacity_teacher,
-                                                                       fresh[i].stop, fresh[i].probes)
+        f = fresh[i]
+        outcome = lambda r: (r.capacity, r.capacity_teacher, r.stop, r.probes)
+        assert outcome(e) == outcome(f)
         assert np.array_equal(e.mem, fresh[i].mem)
         assert [r[:3] for r in e.replays] == [p[:3] for p in old[i].probes if p[1]]
         assert e.steps == fresh[i].steps + sum(r[2] for r in e.replays)
