@@ -532,6 +532,47 @@ def fixed_runs(runs: Mapping, reference: str):
     return pd.DataFrame(rows)
 
 
+def wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of a proportion k/n (scipy's).
+
+    >>> [round(x, 3) for x in wilson(9, 16)]
+    [0.332, 0.769]
+    """
+    from scipy.stats import binomtest
+
+    ci = binomtest(int(k), int(n)).proportion_ci(confidence, method="wilson")
+    return float(ci.low), float(ci.high)
+
+
+def solved(records, by=("m", "n"), teacher: bool = False, confidence: float = 0.95):
+    """Fixed-length runs counted per group (a DataFrame, one row per value of ``by``): runs, how many
+    succeeded with their Wilson interval, the mean optimiser steps, and how many runs met a non-finite
+    loss (``nonfinite`` steps) and how many such steps there were. Success is the record's ``solved``
+    (certified by greedy decoding in fp32), or with ``teacher`` the teacher-forced criterion of the
+    optimisation itself (``capacity_teacher >= n``: what the published loop counts, under its autocast).
+
+    >>> solved([{"m": 1, "n": 10, "solved": True, "capacity_teacher": 10, "steps": 40, "nonfinite": 0},
+    ...         {"m": 1, "n": 10, "solved": False, "capacity_teacher": 10, "steps": 60, "nonfinite": 3}],
+    ...        teacher=True)[["m", "n", "solved", "runs", "steps / run", "runs with non-finite loss"]]
+       m   n  solved  runs  steps / run  runs with non-finite loss
+    0  1  10       2     2         50.0                          1
+    """
+    import pandas as pd
+
+    groups: dict[tuple, list[Mapping]] = {}
+    for r in records:
+        groups.setdefault(tuple(int(r[k]) for k in by), []).append(r)
+    rows = []
+    for key, recs in sorted(groups.items()):
+        ok = [(r["capacity_teacher"] >= r["n"]) if teacher else bool(r["solved"]) for r in recs]
+        low, high = wilson(sum(ok), len(ok), confidence)
+        rows.append({**dict(zip(by, key)), "solved": sum(ok), "runs": len(ok), "low": low, "high": high,
+                     "steps / run": float(np.mean([r["steps"] for r in recs])),
+                     "runs with non-finite loss": sum(r.get("nonfinite", 0) > 0 for r in recs),
+                     "non-finite steps": sum(r.get("nonfinite", 0) for r in recs)})
+    return pd.DataFrame(rows)
+
+
 def _as_records(data) -> list[Mapping]:
     if isinstance(data, Mapping):
         return [{"m": m, "index": i, "capacity": c} for m, caps in data.items() for i, c in enumerate(caps)]

@@ -107,6 +107,21 @@ def test_published_protocol_reports_points_and_the_cost_model(tmp_path, capsys):
     assert saved.accessibility == {1: {int(n): a for n, a in out["accessibility"]["1"].items()}}
 
 
+def test_runs_at_each_targets_capacity_plus_one(tmp_path, capsys):
+    """--n-from: one fixed-length run per target at its certified capacity + 1 in a search run, counted
+    per m with a Wilson interval; the records are those runs."""
+    search = _run(capsys, "--save", str(tmp_path / "s"))
+    out = _run(capsys, "--save", str(tmp_path / "c"), "--n-from", str(tmp_path / "s"), base=PUBLISHED)
+    caps = {(r["m"], r["index"]): r["capacity"] for r in load_run(str(tmp_path / "s")).records}
+    records = load_run(str(tmp_path / "c")).records
+    expected = sorted((m, i, c + 1) for (m, i), c in caps.items() if c < 16)
+    assert sorted((r["m"], r["index"], r["n"]) for r in records) == expected
+    for m in search["m"]:
+        share = out["solved_at_own_length"][str(m)]
+        ok = [r["solved"] for r in records if r["m"] == m]
+        assert (share["solved"], share["runs"]) == (sum(ok), len(ok)) and share["low"] <= sum(ok) / len(ok)
+
+
 def test_torchrun_ranks_split_the_targets_and_a_later_command_merges_them(tmp_path, capsys):
     """Two CPU processes under torchrun each write their own record log; `cram` on the same folder
     then merges them into the capacities of a single-process run (nothing is recomputed)."""

@@ -174,3 +174,15 @@ def test_tables_of_saved_runs():
         law.side_by_side({"a": a, "c": law.summarize({1: [3, 4]}, d_model=8, vocab_size=16)})
     one_m = law.summarize({1: [3]}, d_model=8, vocab_size=16)
     assert a.quoted()["slope"] == a.fit.slope and one_m.quoted()["r2"] is None
+
+
+def test_wilson_interval_is_the_closed_form():
+    """scipy's Wilson interval against the formula (p + z²/2n ± z√(p(1-p)/n + z²/4n²)) / (1 + z²/n)."""
+    from scipy.stats import norm
+
+    z = norm.ppf(0.975)
+    for k, n in [(0, 16), (9, 16), (13, 16), (16, 16), (3, 20)]:
+        p = k / n
+        centre, half = p + z * z / (2 * n), z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+        expected = ((centre - half) / (1 + z * z / n), (centre + half) / (1 + z * z / n))
+        np.testing.assert_allclose(law.wilson(k, n), expected, rtol=1e-9, atol=1e-12)

@@ -15,6 +15,7 @@ Examples::
     accessibility cram --model toy --m 1 2 4 8 --json
     accessibility cram --model smollm2-135m --kind text --m 1 2 --targets 16 --threads 1 --save runs/text
     accessibility cram --model toy --m 2 --protocol published --n-grid 2:20
+    accessibility cram --model toy --m 1 --protocol published --n-from runs/toy --save runs/toy-check
     accessibility cram --model toy --precision exact-bf16 --r 30
 """
 
@@ -47,7 +48,8 @@ PUBLISHED_COST = "one fixed-length run at a time (published)"
 #: Flags that hold no config field, checked first: flag -> rule(flag, value) of accessibility.checks.
 FLAG_RULES = {"--m": count, "--targets": count, "--batch-size": count}
 #: Flags that only one protocol reads (the published protocol runs fixed lengths, CramConfig.fixed).
-PROTOCOL_FLAGS = {"search": ("--n-start", "--growth", "--n-max", "--cold-start"), "published": ("--n-grid",)}
+PROTOCOL_FLAGS = {"search": ("--n-start", "--growth", "--n-max", "--cold-start"),
+                  "published": ("--n-grid", "--n-from")}
 #: Target kinds a model without a tokenizer cannot make.
 TOKENIZER_KINDS = ("random-words", "text")
 
@@ -73,6 +75,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--n-grid", metavar="A:B[:STEP]",
                         help="with --protocol published: the lengths n = A, A+STEP, ..., B in tokens "
                         "(default: the authors' adaptive scan, 10..1000 by 100, then by 10)")
+    parser.add_argument("--n-from", metavar="RUN",
+                        help="with --protocol published: one fixed-length run per target at its certified "
+                        "capacity + 1 in the saved search run RUN (a folder or a shipped run name) of the "
+                        "same model, kind of target and seed; targets censored at its n_max are left out")
     parser.add_argument("--preset", choices=("paper", "quick"), default="quick", help="optimiser preset")
     parser.add_argument("--batch-size", type=int, default=batch,
                         help="targets per forward pass (1: one at a time)")
@@ -162,7 +168,35 @@ def check(args):
     config = run_config(args)
     needs_radius(precision_of(args))
     _check_model(args, config, check_model(args))
+    if args.n_from:
+        own_lengths(args, config)
     return check_folder(args, "cram", config)
+
+
+def own_lengths(args, config: dict) -> dict[int, dict[int, int]]:
+    """{m: {target: capacity + 1}} from the search run of ``--n-from``, which must be a finished search
+    of the same model, kind of target and seed (its targets are then these targets)."""
+    from accessibility.checks import InputError
+    from accessibility.cramming import lengths_after
+    from accessibility.results import load_run
+
+    try:
+        run = load_run(args.n_from)
+    except InputError as err:
+        raise InputError(f"--n-from: {err}", "--n-from") from None
+    theirs = run.config["config"]
+    if run.config["kind"] != "cram" or theirs.get("protocol") != "search":
+        raise InputError(f"--n-from {args.n_from} is not a saved cram search run", "--n-from")
+    for key in ("model", "kind", "seed"):
+        if theirs.get(key) != config[key]:
+            raise InputError(f"--n-from {args.n_from} crammed {key} {theirs.get(key)!r}; this run has "
+                             f"{config[key]!r}", "--n-from")
+    lengths = lengths_after(run.records, sorted(set(args.m)), args.targets)
+    if not any(lengths.values()):
+        raise InputError(f"--n-from {args.n_from} has no capacity below its n_max at m = "
+                         f"{' '.join(map(str, sorted(set(args.m))))} for the first {args.targets} targets",
+                         "--n-from")
+    return lengths
 
 
 def _check_protocol(args) -> None:
@@ -179,6 +213,8 @@ def _check_protocol(args) -> None:
                          given[0])
     if args.n_grid:
         parse_grid(args.n_grid)
+    if args.n_grid and args.n_from:
+        raise InputError("give either --n-grid or --n-from, not both", "--n-from")
     _, world = shard_from_env()
     if args.protocol == "published" and not args.n_grid and world > 1:
         raise InputError(f"--protocol published without --n-grid (the adaptive scan) needs every target's "
@@ -213,6 +249,9 @@ def run(args, folder) -> dict:
     precision = precision_of(args)
     grid = parse_grid(args.n_grid) if args.n_grid else None
     config = run_config(args)
+    lengths = own_lengths(args, config) if args.n_from else None
+    if lengths is not None:
+        grid = sorted({n for per in lengths.values() for n in per.values()})
     kind = config["kind"]
     shard = shard_from_env()
     lm = load_model(args)
@@ -225,9 +264,13 @@ def run(args, folder) -> dict:
     # and the searches that were in flight when an earlier command stopped
     records = sweep(lm, kind, ms, args.targets, config["cram"], protocol=args.protocol, grid=grid,
                     seed=args.seed, log=log, known=read_records(folder), batch_size=args.batch_size,
-                    progress=args.progress, shard=shard, inflight=Inflight(folder, *shard, log=log))
-    summary = summarize_protocol(args.protocol, records, lm.info, ms, args.targets, seed=args.seed, grid=grid,
-                                 batch_size=args.batch_size, **precision)
+                    progress=args.progress, shard=shard, inflight=Inflight(folder, *shard, log=log),
+                    lengths=lengths)
+    if lengths is not None:
+        summary = summarize_own_lengths(records, ms, args.targets, args.n_from, lengths)
+    else:
+        summary = summarize_protocol(args.protocol, records, lm.info, ms, args.targets, seed=args.seed,
+                                     grid=grid, batch_size=args.batch_size, **precision)
     seconds = [r.get("seconds") for r in records]
     summary.update(model=lm.info.name, kind=kind, protocol=args.protocol,
                    compute_seconds=None if None in seconds else sum(seconds), config_hash=config_hash(config))
@@ -293,11 +336,33 @@ def summarize_protocol(protocol: str, records, info, ms, count: int, *, seed: in
             "cost_model": cost}
 
 
+def summarize_own_lengths(records, ms, count: int, source: str, lengths) -> dict:
+    """The summary of fixed-length runs at each target's own length (``--n-from``): per m, how many
+    runs there were and how many succeeded, with the Wilson interval of the share."""
+    from accessibility.law import solved
+
+    table = solved(records, by=("m",)).set_index("m")
+    per_m = {str(m): {k: table.loc[m, k].item() for k in ("solved", "runs", "low", "high", "steps / run")}
+             for m in ms if m in table.index}
+    done = {str(m): len({r["index"] for r in records if r["m"] == m}) for m in ms}
+    return {"m": list(ms), "n_from": source, "solved_at_own_length": per_m,
+            "targets_done": {str(m): done[str(m)] + count - len(lengths.get(m, {})) for m in ms},
+            "targets": count, "grid": f"capacity + 1 in {source}"}
+
+
 def text(result: dict) -> str:
     """n_50 per m with its interval and stops (search) or the accessibility points (published), then
     the fits, the bound and the run."""
     ms = [str(m) for m in result["m"]]
     head = f"{result['model']}, {result['kind']} targets, protocol {result['protocol']}"
+    if "n_from" in result:
+        share = result["solved_at_own_length"]
+        keys = ("solved", "runs", "low", "high", "steps / run")
+        rows = [[m, *(share[m][k] for k in keys)] for m in ms if m in share]
+        return "\n".join([f"{head}, one run per target at its capacity + 1 in {result['n_from']}",
+                           table(["m", "solved", "runs", "95% low", "95% high", "steps / run"], rows), "",
+                           aligned([("compute time", result["compute_seconds"], "s"),
+                                    ("saved in", result["folder"], "")])])
     if result["protocol"] == "search":
         stops = sorted({s for m in ms for s in result["stops"][m]})
         rows = [[m, result["n50"][m], *result["n50_ci"][m], result["n50_logistic"][m], result["n_targets"][m],
