@@ -7,10 +7,12 @@ under teacher forcing equals that of greedy decoding: the first k argmax predict
 the true prefix if and only if greedy decoding, fed its own (then identical) prefix at every step,
 emits those k symbols.
 
-:func:`run_copy` trains a model (:mod:`accessibility.copy_models`), stops once it copies a held-out
-batch at the training maximum length exactly, evaluates string and character accuracy at lengths
-far beyond it, with Clopper-Pearson intervals, and the length ``copy_n50`` where string accuracy
-crosses 50%. Models and results are cached under a hash of every setting that changes them;
+:func:`run_copy` trains a model (:mod:`accessibility.copy_models`) until it meets the stopping rule
+(:func:`stopping_rule`: a fresh batch of strings of the training maximum length, drawn at each check,
+copied exactly at ``stop_checks`` consecutive checks) or spends its step budget, evaluates string
+and character accuracy at lengths far beyond the training maximum, with Clopper-Pearson intervals,
+at every integer length across the cliff, and the length ``copy_n50`` where string accuracy crosses
+50%. Models and results are cached under a hash of every setting that changes them;
 training writes a checkpoint at every check of the stopping rule, so a killed run resumes.
 """
 
@@ -32,8 +34,9 @@ from accessibility.copy_task import BOS_ID, IGNORE, SEP_ID, TASK_VERSION, Batch,
 from accessibility.models import torch_threads
 from accessibility.results import torch_generator
 
-#: Keys of the independent random streams (with the seed, and for evaluation the length): training
-#: data, the held-out stopping batch, each evaluation length (adding a length changes no other).
+#: Keys of the independent random streams (with the seed, and the step of the check or the length):
+#: training data, the fresh batch of each check of the stopping rule, each evaluation length (adding a
+#: length changes no other). No string of a check is ever an evaluation string.
 TRAIN_STREAM, STOP_STREAM, EVAL_STREAM = 0, 1, 2
 #: Step budget of the CPU preset (:meth:`CopyConfig.quick`).
 QUICK_BUDGET = 20_000
@@ -57,11 +60,15 @@ class CopyConfig:
     max_steps : the step budget.
     clip_norm : gradient-norm clipping.
     check_every : steps between checks of the stopping rule (and checkpoints).
-    stop_strings : size of the held-out batch at ℓ = ``train_lengths[1]`` that must be copied
-        exactly (every string) to stop training.
+    stop_strings : strings of length ``train_lengths[1]`` drawn afresh at each check (never
+        trained on, never evaluated); a check passes when every one is copied exactly.
+    stop_checks : training stops when this many consecutive checks pass (:func:`stopping_rule`).
     count_eos : exact match also requires the EOS after the copy; default: the ℓ letters only (the
         published metric). Used by the stopping rule and the evaluation.
-    eval_lengths : lengths ℓ evaluated, one batched forward pass each.
+    eval_lengths : lengths ℓ evaluated, one batched forward pass each (the training maximum is
+        always evaluated too: fresh strings of the length the stopping rule checks).
+    eval_cliff : also evaluate every integer length across the fall of string accuracy, so that
+        ``copy_n50`` is resolved to one letter (see :func:`cliff_lengths`).
     eval_strings : strings per evaluation length.
     alpha : 1 - confidence level of the intervals.
     seed : model initialisation, training stream, held-out and evaluation strings.
@@ -79,8 +86,10 @@ class CopyConfig:
     clip_norm: float = 1.0
     check_every: int = 25
     stop_strings: int = 128
+    stop_checks: int = 2
     count_eos: bool = False
     eval_lengths: tuple[int, ...] = (5, 10, 15, 20, 25, 30, 40, 50, 60)
+    eval_cliff: bool = True
     eval_strings: int = 200
     alpha: float = 0.05
     seed: int = 0
@@ -89,7 +98,7 @@ class CopyConfig:
         low, high = self.train_lengths
         at_least("train_lengths[0]", low, 1, integer=True)
         at_least("train_lengths[1]", high, low, integer=True)
-        for name in ("rows", "max_steps", "check_every", "stop_strings", "eval_strings"):
+        for name in ("rows", "max_steps", "check_every", "stop_strings", "stop_checks", "eval_strings"):
             at_least(name, getattr(self, name), 1, integer=True)
         in_range("train_lengths[1]", high, low, MAX_LENGTH)
         at_least("row_tokens", self.row_tokens, 2 * high + 3, integer=True)
@@ -100,8 +109,9 @@ class CopyConfig:
         in_range("betas", self.betas, 0, 1)
         positive("clip_norm", self.clip_norm)
         in_range("alpha", self.alpha, 1e-6, 0.5)
-        if not isinstance(self.count_eos, bool):
-            raise InputError(f"count_eos must be True or False; got {self.count_eos!r}")
+        for name in ("count_eos", "eval_cliff"):
+            if not isinstance(getattr(self, name), bool):
+                raise InputError(f"{name} must be True or False; got {getattr(self, name)!r}", name)
         if not self.eval_lengths:
             raise InputError("eval_lengths must not be empty", "eval_lengths")
         at_least("eval_lengths", self.eval_lengths, 1, integer=True)
@@ -116,10 +126,10 @@ class CopyConfig:
 
         16 rows of 128 tokens, AdamW at lr 3e-3 (from scratch; the published fine-tuning uses
         1e-5), weight decay 0.1 and the linear schedule as published, with 100 warm-up steps; the
-        stopping rule is checked every 25 steps on 128 held-out strings, exact match without the
-        EOS as published. The budget, :data:`QUICK_BUDGET` steps, is the one every architecture got
-        in the shipped runs (``copy-<arch>``); a model that meets the stopping rule stops earlier
-        (measured here: RoPE at step 1875, about three minutes of one CPU core).
+        stopping rule is checked every 25 steps on 128 fresh strings of length 20 and must pass at
+        2 consecutive checks, exact match without the EOS as published. The budget,
+        :data:`QUICK_BUDGET` steps, is the one every architecture got in the shipped runs
+        (``copy-<arch>``); a model that meets the stopping rule stops earlier.
         """
         return cls(model=CopyModelConfig.quick(arch), **changes)
 
@@ -127,12 +137,12 @@ class CopyConfig:
     def paper(cls, arch: str = "rope", allow_download: bool = False, **changes) -> CopyConfig:
         """The published setting, for GPU users: Pythia-160m fine-tuned on ℓ in [5, 50] with AdamW
         at lr 1e-5 and weight decay 0.1, a linear schedule, 2 rows of 2048 packed tokens, at most
-        10k steps, checking every 500 steps whether 12 strings of length 50 are all copied exactly
-        (without the EOS); evaluated at ℓ = 10..1000. Settings the publication leaves open or that
-        differ here are listed in :data:`PAPER_DIFFERENCES`."""
+        10k steps, stopping at the first check (every 500 steps) at which 12 strings of length 50
+        are all copied exactly (without the EOS); evaluated at ℓ = 10..1000. Settings the
+        publication leaves open or that differ here are listed in :data:`PAPER_DIFFERENCES`."""
         settings = dict(train_lengths=(5, 50), rows=2, row_tokens=2048, lr=1e-5, weight_decay=0.1,
                         betas=(0.9, 0.999), warmup_steps=0, max_steps=10_000, clip_norm=1.0,
-                        check_every=500, stop_strings=12, count_eos=False, eval_strings=100,
+                        check_every=500, stop_strings=12, stop_checks=1, count_eos=False, eval_strings=100,
                         eval_lengths=tuple(range(10, 100, 10)) + tuple(range(100, 1001, 50)))
         return cls(model=CopyModelConfig.paper(arch, allow_download), **(settings | changes))
 
@@ -146,10 +156,13 @@ class CopyConfig:
     def training_part(self) -> dict:
         """The settings that change the trained model (the key of the model cache), with the
         version of the data generator; not whether downloads are allowed."""
-        part = {k: v for k, v in asdict(self).items() if k not in {"eval_lengths", "eval_strings", "alpha"}}
+        part = {k: v for k, v in asdict(self).items() if k not in EVAL_FIELDS}
         part["model"].pop("allow_download")
         return part | {"task_version": TASK_VERSION}
 
+
+#: The fields of CopyConfig that change the evaluation only, not the trained model.
+EVAL_FIELDS = ("eval_lengths", "eval_strings", "eval_cliff", "alpha")
 
 #: Where :meth:`CopyConfig.paper` departs from the published run or fills in a setting the
 #: publication does not state: CopyConfig field -> what was published and what is done here.
@@ -162,6 +175,8 @@ PAPER_DIFFERENCES = {
     "clip_norm": "not stated; the Hugging Face Trainer default (max_grad_norm)",
     "model": "published: Pythia-160m and Pythia-410m; the preset fine-tunes Pythia-160m (410m: set "
              "CopyModelConfig.pretrained with its shape)",
+    "stop_checks": "published: stop at the first check at which the 12 strings are exact (whether they "
+                   "are drawn afresh at each check is not stated; here they are)",
     "seed": "not stated",
 }
 
@@ -227,16 +242,42 @@ def greedy_copy(model: CopyModel, strings: torch.Tensor) -> torch.Tensor:
 
 @dataclass
 class TrainLog:
-    """How training went: steps taken, whether the stopping rule fired, wall-clock and CPU time
-    (of all the process's threads, summed over resumed sessions), the loss of every step and the
-    stopping checks."""
+    """How training went: steps taken, whether the stopping rule (:func:`stopping_rule`) was met,
+    wall-clock and CPU time (of all the process's threads, summed over resumed sessions), the loss
+    of every step and the checks of the stopping rule."""
 
     steps: int
-    converged: bool
+    rule_met: bool
     train_seconds: float
     cpu_seconds: float
     losses: list[float]
-    checks: list[tuple[int, float]]  # (step, held-out exact-match accuracy at the maximum length)
+    checks: list[tuple[int, float]]  # (step, exact-match accuracy on that check's fresh strings)
+
+
+def stopping_rule(config: CopyConfig) -> str:
+    """The stopping rule of ``config``, in words.
+
+    >>> stopping_rule(CopyConfig())
+    'every 25 steps, 128 fresh strings of length 20; stop when all are copied exactly at 2 consecutive checks'
+    """
+    when = ("at the first check where all are copied exactly" if config.stop_checks == 1 else
+            f"when all are copied exactly at {config.stop_checks} consecutive checks")
+    return (f"every {config.check_every} steps, {config.stop_strings} fresh strings of length "
+            f"{config.train_lengths[1]}; stop {when}")
+
+
+def passed_in_a_row(checks: list[tuple[int, float]]) -> int:
+    """How many of the last checks passed (every string exact), counted back from the last one.
+
+    >>> passed_in_a_row([(25, 1.0), (50, 0.99), (75, 1.0), (100, 1.0)])
+    2
+    """
+    run = 0
+    for _, accuracy in reversed(checks):
+        if accuracy < 1.0:
+            break
+        run += 1
+    return run
 
 
 def stopping_outcome(log: TrainLog, max_steps: int) -> str:
@@ -247,7 +288,7 @@ def stopping_outcome(log: TrainLog, max_steps: int) -> str:
     >>> stopping_outcome(TrainLog(20_000, False, 0, 0, [], []), 20_000)
     'not met in 20000 steps (budget spent)'
     """
-    if log.converged:
+    if log.rule_met:
         return f"met at step {log.steps}"
     if log.steps < max_steps:
         return f"not met after {log.steps} of {max_steps} steps (interrupted)"
@@ -256,23 +297,24 @@ def stopping_outcome(log: TrainLog, max_steps: int) -> str:
 
 def train(config: CopyConfig, *, device: str | torch.device = "cpu", progress: bool = False,
           model: CopyModel | None = None, checkpoint: str | Path | None = None) -> tuple[CopyModel, TrainLog]:
-    """Train a copy model (a fresh one from ``config.model`` unless given) until it copies every one
-    of ``stop_strings`` held-out strings of the maximum training length exactly, or ``max_steps``.
+    """Train a copy model (a fresh one from ``config.model`` unless given) until it meets the
+    stopping rule (:func:`stopping_rule`) or has taken ``max_steps`` steps.
+
+    Each check draws ``stop_strings`` fresh strings of the maximum training length from its own
+    stream (keyed by the seed and the step) and passes when every one is copied exactly; training
+    stops after ``stop_checks`` consecutive passing checks.
 
     With ``checkpoint``, the model, optimiser, data stream and log are written to that file at every
     check of the stopping rule, and training resumes from it when it exists: a run killed and
     started again ends with the same model and log as one never interrupted (times aside).
     """
-    from tqdm import tqdm
+    from tqdm.auto import tqdm
 
     model = model if model is not None else build_model(config.model, seed=config.seed, device=device)
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, betas=config.betas,
                                   weight_decay=config.weight_decay)
     data = torch_generator(config.seed, TRAIN_STREAM)
-    held_out = eval_batch(config.train_lengths[1], config.stop_strings,
-                          torch_generator(config.seed, STOP_STREAM))
-    held_out = held_out.to(device)
     log = TrainLog(0, False, 0.0, 0.0, [], [])
     if checkpoint is not None and Path(checkpoint).exists():
         log = _resume(Path(checkpoint), model, optimizer, data, device)
@@ -292,15 +334,18 @@ def train(config: CopyConfig, *, device: str | torch.device = "cpu", progress: b
         log.losses.append(loss.item())
         log.steps = step + 1
         if log.steps % config.check_every == 0:
+            fresh = eval_batch(config.train_lengths[1], config.stop_strings,
+                               torch_generator(config.seed, STOP_STREAM, log.steps))
             model.eval()
-            accuracy = exact_match(teacher_forced(model, held_out), config.count_eos).float().mean().item()
+            right = exact_match(teacher_forced(model, fresh.to(device)), config.count_eos)
+            accuracy = right.float().mean().item()
             model.train()
             log.checks.append((log.steps, accuracy))
-            log.converged = accuracy == 1.0
+            log.rule_met = passed_in_a_row(log.checks) >= config.stop_checks
             log.train_seconds = spent + time.perf_counter() - start
             log.cpu_seconds = cpu_spent + time.process_time() - cpu_start
             bar.set_postfix(loss=f"{log.losses[-1]:.3f}", exact=f"{accuracy:.2f}")
-            if log.converged:
+            if log.rule_met:
                 break
             if checkpoint is not None:
                 _save_checkpoint(Path(checkpoint), model, optimizer, data, log)
@@ -463,6 +508,54 @@ def copy_n50(result: CopyEval) -> CopyN50:
     return CopyN50(float(n50), low, high)
 
 
+#: Accuracy at which a length counts as copied well when :func:`cliff_lengths` looks for the top of the fall.
+CLIFF_TOP = 0.9
+
+
+def cliff_lengths(result: CopyEval) -> list[int]:
+    """Lengths not yet evaluated across the fall of string accuracy: every integer from the last
+    evaluated length before the first one below 1/2 whose accuracy is at least :data:`CLIFF_TOP`
+    (else the shortest) to the first length from there on where no string is copied (else the
+    longest). Empty when accuracy never falls below 1/2 or is below it at the shortest length.
+
+    >>> L, correct = np.array([5, 10, 20, 25, 30]), np.array([200, 196, 194, 0, 0])
+    >>> cliff_lengths(CopyEval(L, 200, correct, correct / 200, None, None, None, None))
+    [21, 22, 23, 24]
+    """
+    L, acc = result.lengths, result.accuracy
+    below = np.flatnonzero(acc < 0.5)
+    if below.size == 0 or below[0] == 0:
+        return []
+    i = below[0]
+    top = np.flatnonzero(acc[:i] >= CLIFF_TOP)
+    low = int(L[top[-1]]) if top.size else int(L[0])
+    zero = np.flatnonzero(result.correct[i:] == 0)
+    high = int(L[i + zero[0]]) if zero.size else int(L[-1])
+    return sorted(set(range(low, high + 1)) - set(L.tolist()))
+
+
+def evaluate_config(model: CopyModel, config: CopyConfig, device: str | torch.device = "cpu") -> CopyEval:
+    """:func:`evaluate` at ``config.eval_lengths`` and the training maximum, then, with
+    ``config.eval_cliff``, at every length :func:`cliff_lengths` adds, until it adds none."""
+    lengths = set(config.eval_lengths) | {config.train_lengths[1]}
+    while True:
+        result = evaluate(model, lengths, config.eval_strings, seed=config.seed, alpha=config.alpha,
+                          count_eos=config.count_eos, device=device)
+        extra = cliff_lengths(result) if config.eval_cliff else []
+        if not extra:
+            return result
+        lengths |= set(extra)
+
+
+def fresh_at_max(result: CopyEval, config: CopyConfig) -> dict:
+    """Exact-match accuracy, with its interval, on the evaluation's strings of the maximum training
+    length (the length the stopping rule checks; no check ever used these strings)."""
+    high = config.train_lengths[1]
+    i = list(result.lengths).index(high)
+    return {"length": high, "n_strings": result.n_strings, "accuracy": float(result.accuracy[i]),
+            "ci": [float(result.ci_low[i]), float(result.ci_high[i])]}
+
+
 @dataclass
 class CopyRun:
     """One trained model and its evaluation (see :func:`run_copy`)."""
@@ -487,7 +580,9 @@ class CopyRun:
             "n_strings": e.n_strings, "copy_n50": self.n50.n50, "copy_n50_ci": [self.n50.low, self.n50.high],
             "train_seconds": self.log.train_seconds, "cpu_seconds": self.log.cpu_seconds,
             "count_eos": e.count_eos, "steps": self.log.steps, "max_steps": self.config.max_steps,
-            "converged": self.log.converged, "cached": self.cached, "folder": str(self.folder),
+            "stopping_rule": stopping_rule(self.config), "stopping_rule_met": self.log.rule_met,
+            "lr_fraction_at_stop": learning_rate(self.log.steps - 1, self.config) / self.config.lr,
+            "fresh_at_max": fresh_at_max(e, self.config), "cached": self.cached, "folder": str(self.folder),
         }
 
 
@@ -526,15 +621,13 @@ def _run_copy(config, out, device, progress, retrain) -> CopyRun:
         torch.save(model.state_dict(), weights)
         write_json(train_json, log)
         checkpoint.unlink(missing_ok=True)
-    evaluation = {"eval_lengths": config.eval_lengths, "eval_strings": config.eval_strings,
-                  "alpha": config.alpha, "seed": config.seed, "count_eos": config.count_eos,
-                  "task_version": TASK_VERSION}
+    evaluation = {**{k: getattr(config, k) for k in EVAL_FIELDS}, "seed": config.seed,
+                  "count_eos": config.count_eos, "task_version": TASK_VERSION}
     eval_json = folder / f"eval-{config_hash(evaluation)}.json"
     if eval_json.exists() and cached:
         result = CopyEval.from_json(read_json(eval_json)["eval"])
     else:
-        result = evaluate(model, config.eval_lengths, config.eval_strings, seed=config.seed,
-                          alpha=config.alpha, count_eos=config.count_eos, device=device)
+        result = evaluate_config(model, config, device)
         write_json(eval_json, {"settings": evaluation, "eval": result})
     return CopyRun(config, model, log, result, copy_n50(result), folder, cached)
 

@@ -693,7 +693,7 @@ def plot_copy_losses(logs: dict, *, smooth: int = 100):
         mean = np.convolve(losses, np.ones(k) / k, mode="valid")
         steps = np.arange(k, losses.size + 1)
         ax.plot(steps, mean, color=color, lw=1.2, label=label)
-        ax.plot(steps[-1], mean[-1], "o" if log.converged else "x", color=color, ms=6)
+        ax.plot(steps[-1], mean[-1], "o" if log.rule_met else "x", color=color, ms=6)
     ax.plot([], [], "o", color="0.3", label="stopping rule met")
     ax.plot([], [], "x", color="0.3", label="step budget spent")
     ax.set(xlabel="training step", ylabel=f"training loss (mean of {smooth} steps)", yscale="log")

@@ -15,10 +15,11 @@ from accessibility.copy_models import (ARCHITECTURES, CopyModelConfig, alibi_bia
                                        build_model, state_size)
 from accessibility.copy_task import (BOS_ID, EOS_ID, IGNORE, PAD_ID, SEP_ID, SYMBOLS, decode, encode,
                                      eval_batch, packed_batch)
-from accessibility.copying import (PAPER_DIFFERENCES, CopyConfig, CopyEval, clopper_pearson, copy_n50,
-                                   evaluate, exact_match, greedy_copy, learning_rate, load_record, run_copy,
-                                   saved_summary, teacher_forced, train)
+from accessibility.copying import (PAPER_DIFFERENCES, STOP_STREAM, CopyConfig, CopyEval, clopper_pearson,
+                                   copy_n50, evaluate, evaluate_config, exact_match, greedy_copy,
+                                   learning_rate, load_record, run_copy, saved_summary, teacher_forced, train)
 from accessibility.models import torch_threads
+from accessibility.results import torch_generator
 
 TINY = dict(d_model=32, n_layers=1, n_heads=2)
 EXAMPLE = re.compile(r"\$([a-z]+)\|\1\.")
@@ -201,12 +202,63 @@ def test_only_the_eos_wrong_is_exact_by_default_and_not_with_count_eos():
         assert e.char_accuracy.tolist() == [1.0, 1.0]
         assert [p[-1] for p in e.position_accuracy] == [0.0, 0.0]
         assert all(p[:-1].all() for p in e.position_accuracy)
-    # the stopping rule uses the same metric: met at the first check by default, never with the EOS
+    # the stopping rule uses the same metric: met at the second check by default, never with the EOS
     config = CopyConfig(model=CopyModelConfig(**TINY), train_lengths=(2, 4), rows=2, row_tokens=16,
-                        max_steps=4, check_every=2, stop_strings=16)
-    assert train(config, model=WrongEOS())[1].steps == 2
+                        max_steps=6, check_every=2, stop_strings=16)
+    _, log = train(config, model=WrongEOS())
+    assert log.steps == 4 and log.rule_met and log.checks == [(2, 1.0), (4, 1.0)]
     _, log = train(replace(config, count_eos=True), model=WrongEOS())
-    assert log.steps == 4 and not log.converged and log.checks == [(2, 0.0), (4, 0.0)]
+    assert log.steps == 6 and not log.rule_met and log.checks == [(2, 0.0), (4, 0.0), (6, 0.0)]
+
+
+class Lookup(torch.nn.Module):
+    """Reads the answer off the input (as WrongEOS, EOS included) in the rows that ``copies`` accepts
+    (given the row's string as a tuple of ids) and predicts the pad symbol everywhere in the others.
+    One (zero) parameter, so that it can be 'trained'."""
+
+    def __init__(self, copies):
+        super().__init__()
+        self.copies = copies
+        self.bias = torch.nn.Parameter(torch.zeros(30))
+
+    def forward(self, ids):
+        following = torch.cat([ids[:, 1:], ids[:, :1]], 1)
+        length = (ids.shape[1] - 3) // 2  # one example per row in the rows that are scored
+        copied = torch.tensor([self.copies(tuple(row[1:length + 1])) for row in ids.tolist()])
+        return 10 * torch.nn.functional.one_hot(torch.where(copied[:, None], following, PAD_ID), 30).float() \
+            + self.bias
+
+
+def test_a_model_that_copies_only_one_batch_does_not_meet_the_rule():
+    """A model that copies exactly the strings of the first check, and no others, would pass every
+    check of a fixed batch: the rule draws fresh strings at each check and needs two in a row."""
+    config = CopyConfig(model=CopyModelConfig(**TINY), train_lengths=(2, 6), rows=2, row_tokens=16,
+                        max_steps=8, check_every=2, stop_strings=32)
+    seen = eval_batch(6, 32, torch_generator(config.seed, STOP_STREAM, 2)).ids[:, 1:7]  # check 1's strings
+    memoriser = Lookup({tuple(s) for s in seen.tolist()}.__contains__)
+    _, log = train(config, model=memoriser)
+    assert log.checks == [(2, 1.0), (4, 0.0), (6, 0.0), (8, 0.0)] and not log.rule_met and log.steps == 8
+    _, once = train(replace(config, stop_checks=1), model=memoriser)
+    assert once.rule_met and once.steps == 2  # one check is fooled; fresh strings after training are not:
+    assert evaluate(memoriser, [6], 64, seed=config.seed).accuracy.tolist() == [0.0]
+    _, every = train(config, model=Lookup(lambda s: True))
+    assert every.rule_met and every.steps == 4 and copying.passed_in_a_row(every.checks) == 2
+
+
+def test_the_fall_is_evaluated_at_every_length():
+    """A model that copies every string up to 13 letters and none longer: the coarse grid brackets
+    the fall by 10 and 20; every length between is evaluated, so copy_n50 is 13.5 in [13, 14]."""
+    config = CopyConfig(eval_lengths=(5, 10, 20, 30), eval_strings=16)
+    step = Lookup(lambda s: len(s) <= 13)
+    result = evaluate_config(step, config)
+    assert result.lengths.tolist() == [5, *range(10, 21), 30]
+    assert result.accuracy.tolist() == [1.0] * 5 + [0.0] * 8
+    assert copy_n50(result) == copying.CopyN50(13.5, 13.0, 14.0)
+    coarse = evaluate_config(step, replace(config, eval_cliff=False))
+    assert coarse.lengths.tolist() == [5, 10, 20, 30]
+    assert copy_n50(coarse) == copying.CopyN50(15.0, 10.0, 20.0)
+    # the training maximum is always evaluated: fresh strings of the length the stopping rule checks
+    assert 20 in evaluate_config(step, replace(config, eval_lengths=(5, 30), eval_cliff=False)).lengths
 
 
 def test_the_paper_preset_is_the_published_run():
@@ -229,7 +281,7 @@ def test_a_killed_run_resumes_to_the_same_result(tmp_path, monkeypatch):
                         warmup_steps=2, max_steps=12, check_every=4, stop_strings=64, eval_lengths=(2, 4),
                         eval_strings=16)
     whole = run_copy(config, out=tmp_path / "whole")
-    assert whole.log.steps == 12 and not whole.log.converged  # 12 steps, so the kill below is mid-run
+    assert whole.log.steps == 12 and not whole.log.rule_met  # 12 steps, so the kill below is mid-run
 
     class Killed(Exception):
         pass
@@ -252,7 +304,7 @@ def test_a_killed_run_resumes_to_the_same_result(tmp_path, monkeypatch):
     resumed = run_copy(config, out=tmp_path / "killed")
     assert len(calls) == 12 - 8  # resumed from the checkpoint of step 8
     assert resumed.log.losses == whole.log.losses and resumed.log.checks == whole.log.checks
-    assert resumed.log.steps == whole.log.steps and resumed.log.converged == whole.log.converged
+    assert resumed.log.steps == whole.log.steps and resumed.log.rule_met == whole.log.rule_met
     for a, b in zip(whole.model.state_dict().values(), resumed.model.state_dict().values()):
         assert torch.equal(a, b)
     assert np.array_equal(resumed.eval.correct, whole.eval.correct)
@@ -261,7 +313,7 @@ def test_a_killed_run_resumes_to_the_same_result(tmp_path, monkeypatch):
 
 def test_training_learns_and_logs(trained):
     model, log = trained
-    assert log.converged and log.steps <= 150 and len(log.losses) == log.steps
+    assert log.rule_met and log.steps <= 150 and len(log.losses) == log.steps
     assert log.checks[-1] == (log.steps, 1.0)  # stopped at the first check where the held-out batch is exact
     assert np.mean(log.losses[-10:]) < 0.5 * np.mean(log.losses[:10])
     result = evaluate(model, [4, 10], 64)
@@ -304,8 +356,9 @@ def test_the_model_key_covers_every_training_setting():
     key = config_hash(base.training_part())
     changed = {"train_lengths": (4, 20), "rows": 8, "row_tokens": 100, "lr": 1e-3, "weight_decay": 0.01,
                "betas": (0.8, 0.9), "warmup_steps": 5, "max_steps": 10, "clip_norm": 2.0, "check_every": 5,
-               "stop_strings": 3, "count_eos": True, "seed": 1, "model": CopyModelConfig(arch="nope")}
-    assert set(changed) == {f.name for f in fields(CopyConfig)} - {"eval_lengths", "eval_strings", "alpha"}
+               "stop_strings": 3, "stop_checks": 1, "count_eos": True, "seed": 1,
+               "model": CopyModelConfig(arch="nope")}
+    assert set(changed) == {f.name for f in fields(CopyConfig)} - set(copying.EVAL_FIELDS)
     for name, value in changed.items():
         assert config_hash(replace(base, **{name: value}).training_part()) != key, name
     shapes = {"d_model": 64, "n_layers": 3, "n_heads": 8, "mlp_ratio": 4, "pretrained": "x"}
@@ -313,25 +366,25 @@ def test_the_model_key_covers_every_training_setting():
         model = (replace(base.model, **{name: value}) if name != "pretrained"
                  else CopyModelConfig(pretrained="x"))
         assert config_hash(replace(base, model=model).training_part()) != key, name
-    same = replace(base, eval_lengths=(5, 7), eval_strings=3, alpha=0.1,
+    same = replace(base, eval_lengths=(5, 7), eval_strings=3, alpha=0.1, eval_cliff=False,
                    model=replace(base.model, allow_download=True))
     assert config_hash(same.training_part()) == key
 
 
 def test_run_copy_caches_models_and_results(tmp_path):
     config = CopyConfig(model=CopyModelConfig(**TINY), train_lengths=(2, 3), rows=4, row_tokens=16,
-                        max_steps=3, check_every=3, eval_lengths=(2, 4), eval_strings=8)
+                        max_steps=3, check_every=3, eval_lengths=(2, 4), eval_strings=8, eval_cliff=False)
     first = run_copy(config, out=tmp_path)
     again = run_copy(config, out=tmp_path)
     assert not first.cached and again.cached and again.folder == first.folder
     assert np.array_equal(first.eval.correct, again.eval.correct)
     assert (first.folder / "config.json").exists() and (first.folder / "model.pt").exists()
     more = run_copy(CopyConfig(**{**config.__dict__, "eval_lengths": (2, 4, 6)}), out=tmp_path)
-    assert more.cached and more.folder == first.folder and list(more.eval.lengths) == [2, 4, 6]
+    assert more.cached and more.folder == first.folder and list(more.eval.lengths) == [2, 3, 4, 6]
     other = run_copy(CopyConfig(**{**config.__dict__, "lr": 2e-3}), out=tmp_path)
     assert other.folder != first.folder
     summary = again.summary()
-    assert summary["train_lengths"] == [2, 3] and set(summary["accuracy"]) == {2, 4}
+    assert summary["train_lengths"] == [2, 3] and set(summary["accuracy"]) == {2, 3, 4}
     from accessibility.results import save_run
 
     saved = save_run(tmp_path / "run", {"kind": "copy", "config": config, "command": "accessibility copy"},

@@ -1,13 +1,15 @@
 """Train a model to copy strings and measure where copying breaks.
 
 Trains (or loads from the package cache, ``accessibility.cache_dir()/copying``) one copy model of the
-chosen architecture on string lengths in --train-lengths, evaluates exact-match string accuracy and
-character accuracy at --eval-lengths, and reports copy_n50, the length where string accuracy crosses
-50%, with its interval. Flags left out take the preset's values; --preset quick runs on a CPU in
-minutes, --preset paper is the published Pythia-160m fine-tuning (a GPU and the model on disk, or
---allow-download). The run (config, command, summary with the training log and the full evaluation)
-is saved with ``--save DIR`` (default ``results/copy/<config hash>``); the same command again reuses
-the cached model.
+chosen architecture on string lengths in --train-lengths until it meets the stopping rule (every
+check, --stop-strings fresh strings of the maximum training length copied exactly, at --stop-checks
+consecutive checks) or spends --max-steps, evaluates exact-match string accuracy and character
+accuracy at --eval-lengths and at every length across the fall, and reports copy_n50, the length
+where string accuracy crosses 50%, with its interval. Flags left out take the preset's values;
+--preset quick runs on a CPU in minutes, --preset paper is the published Pythia-160m fine-tuning
+(a GPU and the model on disk, or --allow-download). The run (config, command, summary with the
+training log and the full evaluation) is saved with ``--save DIR`` (default
+``results/copy/<config hash>``); the same command again reuses the cached model.
 
 Lengths ℓ are in characters (symbols of the copy task), at most 2046 (copying.MAX_LENGTH), so that an
 example (BOS, ℓ symbols, separator, the copy, EOS) fits a model's 4096 positions.
@@ -34,7 +36,9 @@ CONFIG_FLAGS = {"train_lengths": "train on string lengths uniform in [A, B] char
                 "eval_strings": "strings per evaluation length", "max_steps": "training steps at most",
                 "lr": "peak AdamW learning rate", "rows": "rows per training batch",
                 "row_tokens": "packed tokens per training row",
-                "stop_strings": "held-out strings of the maximum length that must all be copied to stop",
+                "stop_strings": "fresh strings of the maximum length drawn at each check of the stopping "
+                                "rule; a check passes when all are copied exactly",
+                "stop_checks": "consecutive passing checks that stop training",
                 "count_eos": "exact match also requires the EOS (else the letters only, as published)",
                 "seed": "seed of the initialisation and of every string, an integer in [0, 2^63)"}
 MODEL_FLAGS = {"d_model": "model width", "n_layers": "transformer blocks or LSTM layers",
@@ -148,14 +152,20 @@ def text(result: dict) -> str:
             for n in lengths]
     accuracy = table(["ℓ (characters)", "exact match", "95% low", "95% high", "char accuracy"], rows)
     low, high = result["copy_n50_ci"]
+    fresh = result["fresh_at_max"]
     low_train, high_train = result["train_lengths"]
     return "\n".join([
         f"copy, {result['arch']}, trained on ℓ in [{low_train}, {high_train}], "
         f"{result['n_strings']} strings per length",
         accuracy, "",
         aligned([("copy_n50", result["copy_n50"], f"characters (interval {number(low)} to {number(high)})"),
-                 ("training steps", result["steps"], "(stopping rule met)" if result["converged"] else
-                  "(budget spent before the stopping rule)"),
+                 ("training steps", result["steps"], "(stopping rule met)" if result["stopping_rule_met"]
+                  else "(budget spent before the stopping rule)"),
+                 ("stopping rule", result["stopping_rule"], ""),
+                 ("lr at the stop", result["lr_fraction_at_stop"], "of its peak"),
+                 (f"exact at ℓ = {fresh['length']}", fresh["accuracy"],
+                  f"on {fresh['n_strings']} strings no check used (interval {number(fresh['ci'][0])} "
+                  f"to {number(fresh['ci'][1])})"),
                  ("training time", result["train_seconds"], "s wall-clock"
                   + (", cached model" if result["cached"] else "")),
                  ("compute time", result["compute_seconds"], "s (training and evaluation)"),
