@@ -36,6 +36,7 @@ def test_copy_json_record(tmp_path, capsys):
     assert main(["copy", "--arch", "lstm", *save, *TINY]) == 0
     text = capsys.readouterr().out
     assert "cached model" in text and "copy_n50" in text and "exact match" in text
+    assert "stopping rule" in text and "128 fresh strings of length 3" in text  # the rule, named
     assert not record["count_eos"] and record["max_steps"] == 2
     eos = ["--count-eos", "--save", str(tmp_path / "eos")]
     assert main(["copy", "--arch", "lstm", "--json", *eos, *TINY]) == 0
