@@ -1,4 +1,4 @@
-"""Copying: models that copy perfectly up to their training length and not at all beyond it.
+"""Copying: how well a model trained on strings up to some length copies strings of every length.
 
 The task of Jelassi et al. (2024) as used by the paper (:mod:`accessibility.copy_task`: examples
 ``$ s | s .`` with the loss on the copy and the EOS). A string is copied exactly when all ℓ letters
