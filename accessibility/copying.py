@@ -323,7 +323,7 @@ def train(config: CopyConfig, *, device: str | torch.device = "cpu", progress: b
     check of the stopping rule, and training resumes from it when it exists: a run killed and
     started again ends with the same model and log as one never interrupted (times aside).
     """
-    from tqdm.auto import tqdm
+    from tqdm import tqdm  # not tqdm.auto, as in cramming: without ipywidgets it warns on import
 
     model = model if model is not None else build_model(config.model, seed=config.seed, device=device)
     model.train()

@@ -123,6 +123,7 @@ COPY = _saves("copy") + [("copy", [*TINY_COPY, *argv], flag) for argv, flag in [
     (["--max-steps", "0"], "--max-steps"), (["--lr", "0"], "--lr"), (["--lr", "-1"], "--lr"),
     (["--rows", "0"], "--rows"), (["--row-tokens", "5"], "--row-tokens"),
     (["--row-tokens", "100000"], "--row-tokens"), (["--stop-strings", "0"], "--stop-strings"),
+    (["--stop-checks", "0"], "--stop-checks"),
     (["--d-model", "0"], "--d-model"), (["--n-layers", "0"], "--n-layers"),
     (["--device", "nosuchdevice"], "--device"), (["--threads", "0"], "--threads"),
 ]] + [("copy", argv, flag) for argv, flag in [
