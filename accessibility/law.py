@@ -532,6 +532,38 @@ def fixed_runs(runs: Mapping, reference: str):
     return pd.DataFrame(rows)
 
 
+def confirmations(run):
+    """How a saved search run's capacities were decided (a DataFrame, one row per m): the targets, how
+    many capacities a failure with the full budget decided (:func:`accessibility.cramming.search_decided`:
+    the others are certified lower bounds of what confirming them would give), how many searches ran a
+    confirming probe, how many capacities it moved up and by how many tokens at most, and n_50 (median
+    and :func:`survival_n50`) before the confirmations (:func:`accessibility.cramming.unconfirmed_capacity`)
+    and after. ``run`` is a :func:`accessibility.results.load_run` of ``accessibility cram``.
+
+    >>> from accessibility.results import load_run
+    >>> table = confirmations(load_run("cram-toy-paper"))
+    >>> bool((table["decided by a full-budget failure"] == table["targets"]).all())
+    True
+    """
+    import pandas as pd
+
+    from accessibility.cramming import CramConfig, search_decided, unconfirmed_capacity
+
+    config = CramConfig(**run.config["config"]["cram"])
+    rows = []
+    for m in sorted({int(r["m"]) for r in run.records}):
+        recs = [r for r in run.records if int(r["m"]) == m]
+        before = np.array([unconfirmed_capacity(r) for r in recs])
+        after = np.array([r["capacity"] for r in recs])
+        rows.append({"m": m, "targets": len(recs),
+                     "decided by a full-budget failure": sum(search_decided(r, config) for r in recs),
+                     "confirmed": sum(any(len(p) > 4 and p[4] == "confirm" for p in r["probes"]) for r in recs),
+                     "moved": int((after > before).sum()), "largest move": int((after - before).max()),
+                     "n50 before": float(np.median(before)), "n50 after": float(np.median(after)),
+                     "logistic before": survival_n50(before), "logistic after": survival_n50(after)})
+    return pd.DataFrame(rows)
+
+
 def wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
     """Wilson score interval of a proportion k/n (scipy's).
 

@@ -176,6 +176,29 @@ def test_tables_of_saved_runs():
     assert a.quoted()["slope"] == a.fit.slope and one_m.quoted()["r2"] is None
 
 
+def test_confirmations_count_what_moved_and_what_is_decided():
+    """law.confirmations against records written by hand: a capacity moved by a confirming probe, one
+    decided by a full-budget failure without moving, and one decided only by a patience failure."""
+    from types import SimpleNamespace
+
+    from accessibility.cramming import CramConfig
+
+    cram = dict(vars(CramConfig.quick(max_steps=500, patience=150)))
+    moved = {"m": 1, "capacity": 12, "capacity_teacher": 12, "probes": [
+        [8, True, 90, "solved", "init"], [9, False, 150, "patience", "warm"],
+        [9, True, 300, "solved", "confirm"], [12, True, 80, "solved", "warm"], [13, False, 500, "budget", "confirm"]]}
+    held = {"m": 1, "capacity": 8, "capacity_teacher": 8, "probes": [
+        [8, True, 90, "solved", "init"], [9, False, 500, "patience", "confirm"]]}
+    weak = {"m": 1, "capacity": 8, "capacity_teacher": 8, "probes": [
+        [8, True, 90, "solved", "init"], [9, False, 150, "patience", "warm"]]}
+    run = SimpleNamespace(config={"config": {"cram": cram}}, records=[moved, held, weak])
+    row = law.confirmations(run).iloc[0]
+    assert row[["targets", "decided by a full-budget failure", "confirmed", "moved", "largest move"]].tolist() == \
+        [3, 2, 2, 1, 4]
+    assert (row["n50 before"], row["n50 after"]) == (8.0, 8.0)
+    assert row["logistic after"] > row["logistic before"]
+
+
 def test_wilson_interval_is_the_closed_form():
     """scipy's Wilson interval against the formula (p + z²/2n ± z√(p(1-p)/n + z²/4n²)) / (1 + z²/n)."""
     from scipy.stats import norm
