@@ -7,8 +7,12 @@ returns a natural logarithm (nats) or a quantity derived from one; :func:`to_log
 Precision conventions (``r=``, ``precision=``, ``eps=``) are those of :mod:`accessibility.precision`;
 ``precision=None`` means fp16 relative (ε = r·2^-11, the published choice) unless ``eps=`` is given.
 The hypothesis behind every count is *quantisation*: the model's output depends on the prompt only
-through a map onto a set whose points are pairwise at least ε apart (for example rounding every
-coordinate to a grid of step ε), and the numerators count such sets.
+through a map onto a set whose points are pairwise at least ε apart, and the numerators count such
+sets. Rounding every coordinate down (floor), or to the nearest point, of the grid
+-r + ε{0, ..., ⌊2r/ε⌋} is such a map, with (⌊2r/ε⌋ + 1) values per coordinate; nearest rounding on the
+unbounded grid -r + εZ can leave [-r, r] and gain a value. Storing a vector in a float format maps
+it onto the values the format holds, which are not ε apart at ε = r·u (floats crowd near zero): the
+``exact-*`` conventions count those values instead.
 
 Map of the module
 -----------------
@@ -559,9 +563,12 @@ def word_rate(*, n_words, tokens_per_word, min_entropy: bool = False):
 
     with :math:`\\bar t` the mean number of tokens per word (``tokens_per_word``: one count per word of
     the list, or the mean). Each word carries ln W nats, spread over its tokens. With
-    ``min_entropy=True`` the largest count replaces the mean: the most probable n-token target is made
-    of the longest words, so that is the min-entropy rate (ignoring that two word strings may
-    tokenize alike, which only lowers max Q).
+    ``min_entropy=True`` the largest count :math:`t_\\max` replaces the mean,
+    :math:`h_\\infty = \\ln W/t_\\max`: a string of w words has probability :math:`W^{-w}` and at most
+    :math:`w\\,t_\\max` tokens. Two word strings that tokenized alike would add their probabilities and
+    raise max Q; they do not when the tokenizer decodes back to the text (tokenization is then one to
+    one on texts). Targets cut at exactly n tokens can end inside a word, which also raises max Q: the
+    rigorous n_50 bound then gains :math:`t_\\max` tokens (:func:`n50_bound`, ``cut_tokens``).
 
     >>> round(float(word_rate(n_words=400_000, tokens_per_word=[1, 2, 2, 3])), 4)  # ln 400000 / 2
     6.4496
@@ -685,7 +692,7 @@ def length_threshold(*, m, slope, delta, vocab_size=None, rate=None, all_lengths
     return as_float((_log_count_from_slope(m, slope, h, all_lengths) - np.log(delta)) / h)
 
 
-def n50_bound(*, m, slope, vocab_size=None, rate=None):
+def n50_bound(*, m, slope, vocab_size=None, rate=None, cut_tokens=0):
     """The upper bound on the measured n_50(m): :math:`n_{50}(m) \\le C m + \\ln 2/\\ln|V|`.
 
     At n_50 half the targets are accessible, so the fraction (uniform targets, ``vocab_size``) or the
@@ -693,10 +700,19 @@ def n50_bound(*, m, slope, vocab_size=None, rate=None):
     :func:`length_threshold` at δ = 1/2. A line fitted to n_50 over a few m, with an intercept, is
     not bounded by C; the points are.
 
+    ``cut_tokens``: targets made of words drawn uniformly from W words (:func:`word_rate` with
+    ``min_entropy=True``, :math:`h = \\ln W/t_\\max`) and cut at exactly n tokens. An n-token target
+    fixes every word before its last one, which may be cut, or may end at token n and still be the start
+    of a longer word: those words cover at least :math:`n - t_\\max` tokens, so
+    :math:`\\max Q \\le e^{-h (n - t_\\max)}` and :math:`n_{50} \\le C_Q m + \\ln 2/h + t_\\max`. Give
+    ``cut_tokens`` = :math:`t_\\max` (most tokens per word).
+
     >>> round(float(n50_bound(m=1, slope=590.1, vocab_size=50304)), 3)  # 590.1 + ln 2 / ln 50304
     590.164
     """
-    return length_threshold(m=m, slope=slope, delta=N50_FRACTION, vocab_size=vocab_size, rate=rate)
+    extra = at_least("cut_tokens", cut_tokens, 0, integer=True)
+    return as_float(length_threshold(m=m, slope=slope, delta=N50_FRACTION, vocab_size=vocab_size, rate=rate)
+                    + extra)
 
 
 # --- Corollary 4.10: unbounded context (mean-field) ---------------------------------------------

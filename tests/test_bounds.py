@@ -376,6 +376,40 @@ def test_cell_entropy():
         bounds.cell_entropy([0.5, -0.1])
 
 
+def _cut_target_probabilities(tokens_of, n):
+    """Q of every n-token target: words drawn uniformly from the list (token tuples ``tokens_of``), joined,
+    cut at exactly n tokens; enumerated word string by word string until n tokens are covered."""
+    from collections import defaultdict
+
+    q, frontier = defaultdict(float), [((), 1.0)]
+    while frontier:
+        done = [(t, p) for t, p in frontier if len(t) >= n]
+        for tokens, p in done:
+            q[tokens[:n]] += p
+        frontier = [(t + w, p / len(tokens_of)) for t, p in frontier if len(t) < n for w in tokens_of]
+    return q
+
+
+def test_random_words_cut_at_n_tokens_need_t_max_more_tokens():
+    """A brute-force check of the intercept for random-word targets: with words up to t_max tokens (one a
+    token prefix of another), max Q over n-token targets can exceed e^{-h n}, h = ln W/t_max, but never
+    e^{-h(n - t_max)}; n50_bound adds the t_max tokens."""
+    tokens_of = [(1,), (2, 3), (2, 3, 4), (5, 6, 7)]  # (2, 3) is a word and the start of (2, 3, 4)
+    t_max, h = 3, math.log(4) / 3
+    assert bounds.word_rate(n_words=4, tokens_per_word=[len(t) for t in tokens_of], min_entropy=True) == h
+    exceeded = False
+    for n in range(1, 10):
+        q = _cut_target_probabilities(tokens_of, n)
+        assert sum(q.values()) == pytest.approx(1.0)
+        assert max(q.values()) <= math.exp(-h * (n - t_max)) * (1 + 1e-12)
+        exceeded |= max(q.values()) > math.exp(-h * n)
+    assert exceeded  # without the t_max tokens the min-entropy bound would be wrong
+    plain = bounds.n50_bound(m=2, slope=10.0, rate=h)
+    assert bounds.n50_bound(m=2, slope=10.0, rate=h, cut_tokens=t_max) == pytest.approx(plain + t_max)
+    with pytest.raises(InputError, match="cut_tokens"):
+        bounds.n50_bound(m=2, slope=10.0, rate=h, cut_tokens=-1)
+
+
 def test_target_slope_rates_and_n50_bound():
     """C_Q with the uniform rate ln|V| is C; a smaller rate (text) gives a larger slope;
     n_50 ≤ C m + ln 2/h."""
