@@ -224,6 +224,14 @@ def test_prose_is_evaluated_at_its_evidence():
     assert chain.steps[-1].check == D.PROSE and chain.done().prose_steps == (chain.steps[-1],)
 
 
+def test_a_weakening_turns_an_equality_chain_into_an_inequality():
+    t = sympy.Symbol("t", positive=True)
+    for weaken in (lambda c: c.weaken(D.n + 1, "larger"), lambda c: c.weaken_prose(D.n + 1, "larger"),
+                   lambda c: c.weaken_monotone("larger", g=t, variable=t, start=D.n, end=D.n + 1)):
+        chain = weaken(D._Chain("test", D.n, D.n, "n = n", check=D.IDENTITY, equal=True))
+        assert [s.relation.rel_op for s in chain.steps] == ["==", "<="]
+
+
 def test_identities_factors_and_weakenings_are_checked_twice():
     """Each claim is evaluated numerically, then proved by SymPy: a false one fails the first check, a
     true one SymPy cannot prove the second."""

@@ -123,13 +123,14 @@ def test_linear_law_legend_writes_a_negative_intercept_with_a_minus():
 def test_lower_bound_ratio_figure_has_one_line_per_vocabulary_and_labelled_axes():
     from accessibility import construction
 
-    levels = np.logspace(0.5, 8, 40)
-    ratios = {str(v): [construction.lower_bound_ratio(vocab_size=v, r=1.0, eps=2 / (x - 1)) for x in levels]
+    eps_over_r = np.logspace(-8, 0, 40)
+    ratios = {str(v): [construction.lower_bound_ratio(vocab_size=v, r=1.0, eps=x) for x in eps_over_r]
               for v in (50304, 262144)}
-    fig = plots.plot_lower_bound_ratio(levels, ratios, marks={"fp16": 4097.0})
+    fig = plots.plot_lower_bound_ratio(eps_over_r, ratios, marks={"fp16": 2.0**-11},
+                                       reference=("q = 1", ratios["50304"]))
     ax = fig.axes[0]
-    assert [line.get_label() for line in ax.get_lines()[:2]] == ["50304", "262144"]
-    assert ax.get_xscale() == "log" and "1 + 2r/ε" in ax.get_xlabel() and "k / C" in ax.get_ylabel()
+    assert [line.get_label() for line in ax.get_lines()[:3]] == ["50304", "262144", "q = 1"] and fig.legends
+    assert ax.get_xscale() == "log" and "ε / r" in ax.get_xlabel() and "k / C" in ax.get_ylabel()
     assert all(0 < r <= 1 for values in ratios.values() for r in values)
     plots.check_figure(fig)
     plt.close(fig)
