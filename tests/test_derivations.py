@@ -154,7 +154,7 @@ def test_a_given_premise_is_verified():
 
 def test_a_lemma_is_substituted_only_inside_its_domain():
     """The hole 'from_lemma(log1p_below_x(), {x: -3/2}) records -log(2) + iπ <= -3/2'."""
-    with pytest.raises(D.DerivationError, match=r"at x = -3/2: outside its domain .*numeric"):
+    with pytest.raises(D.DerivationError, match=r"^test: ln\(1\+x\) <= x at x = -3/2: outside .*numeric"):
         D._Chain.from_lemma("test", D.log1p_below_x(), {X: sympy.Rational(-3, 2)}, "out of domain")
     with pytest.raises(D.DerivationError, match=r"SymPy cannot show x = -r \+ exp\(r\) - 1 lies in"):
         D._Chain.from_lemma("test", D.log1p_below_x(), {X: sympy.exp(R) - 1 - R}, "unprovable")
@@ -163,10 +163,56 @@ def test_a_lemma_is_substituted_only_inside_its_domain():
                             "an integer, which SymPy cannot tell")
     with pytest.raises(D.DerivationError, match=r"at \|V\| = r \+ 2: outside its domain"):
         D._Chain.from_lemma("test", D.corollary_4_6_threshold(), {D.V: R + 2}, "not an integer")
-    with pytest.raises(D.DerivationError, match=r"at x = -r: outside its domain"):
+    with pytest.raises(D.DerivationError, match=r"^test: ln\(1\+x\) <= x at x = -r: outside its domain"):
         _hypothesis(D.n, D.m, {D.n: 1, D.m: 2, R: 1.0}).apply_lemma(D.log1p_below_x(), {X: -R}, "negative")
     chain = D._Chain.from_lemma("test", D.log1p_below_x(), {X: 1 / D.r}, "inside")
     assert chain.uses == [D.log1p_below_x()] and len(chain.points) > D.SAMPLES
+
+
+def _lemma_on(symbol, domain=None):
+    """A lemma ``symbol = symbol`` whose symbol ranges over ``domain`` (default: its assumptions)."""
+    return D._Chain("lemma", symbol, symbol, "identity", check=D.IDENTITY, equal=True,
+                    domain={symbol: domain} if domain is not None else None).done()
+
+
+def test_substituted_values_respect_open_and_closed_ends_and_integers():
+    """Each end of a lemma's domain as stated: open or closed, below and above, and integers for a Range;
+    numerically at the points, then by SymPy under the assumptions."""
+    t, u, gap = sympy.Symbol("t", positive=True), sympy.Symbol("u", nonnegative=True), (R - 2) ** 2
+    accept = lambda lemma, value: D._Chain.from_lemma("test", lemma, {lemma.result.lhs: value}, "in")  # noqa: E731
+
+    def refuse(lemma, value, match):
+        with pytest.raises(D.DerivationError, match=match):
+            accept(lemma, value)
+    refuse(_lemma_on(t), sympy.Integer(0), r"outside its domain Interval.open\(0, oo\) .*numeric")
+    refuse(_lemma_on(t), gap, r"SymPy cannot show t = \(r - 2\)\*\*2 lies in")  # positive at the points only
+    accept(_lemma_on(u), sympy.Integer(0))  # a closed end holds its end point
+    refuse(_lemma_on(u), sympy.Integer(-1), "outside its domain")
+    refuse(_lemma_on(D.K), 1 + gap, r"SymPy cannot show K = \(r - 2\)\*\*2 \+ 1 lies")
+    accept(_lemma_on(D.V), sympy.Integer(2))  # a Range holds its first integer
+    refuse(_lemma_on(D.V), sympy.Rational(5, 2), r"outside its domain Range\(2, oo, 1\)")
+    closed, open_ = sympy.Interval.Lopen(0, 1), sympy.Interval.open(0, 1)
+    accept(_lemma_on(t, closed), sympy.Integer(1))
+    refuse(_lemma_on(t, closed), sympy.Rational(3, 2), "outside its domain")
+    refuse(_lemma_on(t, open_), sympy.Integer(1), r"outside its domain Interval.open\(0, 1\)")
+    accept(_lemma_on(t, open_), sympy.Rational(1, 2))
+    refuse(_lemma_on(t, open_), 1 - gap / (1 + gap), "SymPy cannot show")  # below 1 at the points only
+    refuse(_lemma_on(t, closed), (1 + R) * sympy.exp(-R), r"SymPy cannot show t = \(r \+ 1\)\*exp\(-r\) lies")
+    refuse(_lemma_on(t), sympy.log(R - 1), "outside its domain")  # undefined (complex) for r < 1
+
+
+def test_every_relation_is_rendered_and_long_ones_split_at_the_relation_sign():
+    for derive in DERIVATIONS:
+        derivation = derive()
+        text = derivation.latex()
+        for step in derivation.steps:
+            rel = step.relation
+            if len(sympy.latex(rel)) > D.LONG_LATEX:
+                sign = D._RELATIONS[rel.rel_op]
+                assert rf"{sympy.latex(rel.lhs)} \\ & \qquad {sign} {sympy.latex(rel.rhs)}" in text
+            else:
+                assert f"& {sympy.latex(rel)}" in text
+    assert any(len(s.latex()) > D.LONG_LATEX for s in D.corollary_4_6_threshold().steps)
 
 
 def test_apply_lemma_needs_the_lemma_to_start_from_the_right_side():
