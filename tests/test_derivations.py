@@ -201,6 +201,31 @@ def test_substituted_values_respect_open_and_closed_ends_and_integers():
     refuse(_lemma_on(t), sympy.log(R - 1), "outside its domain")  # undefined (complex) for r < 1
 
 
+def _member(value, domain) -> bool:
+    """SymPy's own membership (an independent reference for the sampler)."""
+    if isinstance(domain, sympy.Range):
+        return isinstance(value, int) and value in domain
+    return bool(domain.contains(sympy.Float(str(value), 40)))
+
+
+def test_random_and_edge_points_lie_in_the_stated_domain():
+    """The points a claim is evaluated at: every random draw and every edge value inside the domain; a
+    closed end is itself an edge value, an open end is not; positive integers start at 1, non-negative
+    ones at 0."""
+    rng, oo, interval = np.random.default_rng(0), sympy.oo, sympy.Interval
+    domains = [interval.open(0, oo), interval(0, oo), interval.open(1, oo), interval.Lopen(1, 2),
+               interval.Ropen(1, 2), interval(1, 3), sympy.Range(2, oo)]
+    for domain in domains:
+        edges = D._edges(domain)
+        assert all(_member(v, domain) for v in [D._draw(domain, rng) for _ in range(2000)] + edges), domain
+        for end in {domain.inf, domain.sup} - {oo}:
+            assert any(v == D._mp(end) for v in edges) == (end in domain), (domain, end)
+    t, j0 = sympy.Symbol("t", positive=True), sympy.Symbol("j", nonnegative=True, integer=True)
+    assert D._domain(D.d, {}) == sympy.Range(1, oo) and D._domain(j0, {}) == sympy.Range(0, oo)
+    assert D._domain(t, {}) == interval.open(0, oo) and D._domain(D.V, {}) == sympy.Range(2, oo)
+    assert all(_member(p[t], interval.Lopen(0, 1)) for p in D._sample({t}, {t: interval.Lopen(0, 1)}, rng))
+
+
 def test_every_relation_is_rendered_and_long_ones_split_at_the_relation_sign():
     for derive in DERIVATIONS:
         derivation = derive()
@@ -212,7 +237,11 @@ def test_every_relation_is_rendered_and_long_ones_split_at_the_relation_sign():
                 assert rf"{sympy.latex(rel.lhs)} \\ & \qquad {sign} {sympy.latex(rel.rhs)}" in text
             else:
                 assert f"& {sympy.latex(rel)}" in text
+        long = sum(len(s.latex()) > D.LONG_LATEX for s in derivation.steps)
+        assert text.startswith(r"\begin{aligned}") and text.endswith(r"\end{aligned}")
+        assert text.count(r"\\ &") == 2 * len(derivation.steps) - 1 + long  # reasons, joins, long relations
     assert any(len(s.latex()) > D.LONG_LATEX for s in D.corollary_4_6_threshold().steps)
+    assert "Xmas" in _hypothesis(D.n, D.m, {D.n: 1, D.m: 2}).equal(D.m, "Xmas").done().latex()
 
 
 def test_apply_lemma_needs_the_lemma_to_start_from_the_right_side():
@@ -271,6 +300,9 @@ def test_prose_is_evaluated_at_its_evidence():
 
 
 def test_a_weakening_turns_an_equality_chain_into_an_inequality():
+    chain = D._Chain("test", D.n, D.n, "n = n", check=D.IDENTITY, equal=True)
+    chain.equal(D.n * 1, "same").scale(D.m, "times m").shift(1, "add 1").log().exp().negate()
+    assert {s.relation.rel_op for s in chain.steps} == {"=="}
     t = sympy.Symbol("t", positive=True)
     for weaken in (lambda c: c.weaken(D.n + 1, "larger"), lambda c: c.weaken_prose(D.n + 1, "larger"),
                    lambda c: c.weaken_monotone("larger", g=t, variable=t, start=D.n, end=D.n + 1)):
@@ -297,6 +329,11 @@ def test_identities_factors_and_weakenings_are_checked_twice():
         _true_chain().weaken(D.m + sympy.exp(R) - 1 - R, "unprovable")
     with pytest.raises(D.DerivationError, match=r"r = r \+ 1 is false"):
         D._Chain("test", R, R + 1, "not an identity", check=D.IDENTITY)
+    y, z = sympy.symbols("y z")  # no sign assumed: the identities below hold on the stated domain y, z > 0
+    positive = {y: sympy.Interval.open(0, sympy.oo), z: sympy.Interval.open(0, sympy.oo)}
+    D._Chain("test", sympy.log(y * z), sympy.log(y) + sympy.log(z), "ln of a product", check=D.IDENTITY,
+             domain=positive)  # proved by expanding the logarithm with force
+    D._Chain("test", (y * z) ** R, y**R * z**R, "power of a product", check=D.IDENTITY, domain=positive)
     with pytest.raises(D.DerivationError, match=r"SymPy cannot show atan\(1/r\) \+ atan\(r\) = pi/2"):
         D._Chain("test", sympy.atan(R) + sympy.atan(1 / R), sympy.pi / 2, "unprovable", check=D.IDENTITY)
     with pytest.raises(ValueError, match="plain text"):
