@@ -68,6 +68,15 @@ def test_every_step_is_checked_or_a_listed_prose_step(derive):
     assert derivation.latex().startswith(r"\begin{aligned}")  # plain-text reasons render
 
 
+def test_the_points_are_reproducible():
+    """Each chain draws its points from a generator seeded by its statement: a rebuild evaluates the
+    same relations at the same points."""
+    first, second = D.packing_lemma.__wrapped__(), D.packing_lemma.__wrapped__()
+    assert first.points == second.points and first.points == D.packing_lemma().points
+    assert D._threshold.__wrapped__(D.corollary_4_6_slope(), D.V, D.delta, "threshold")[1].points == \
+        D._threshold.__wrapped__(D.corollary_4_6_slope(), D.V, D.delta, "threshold")[1].points
+
+
 def test_every_relation_holds_at_the_points_it_was_checked_at():
     """A second evaluation, in double precision: every relation of every chain at its recorded points."""
     for derive in DERIVATIONS:
@@ -293,7 +302,7 @@ def test_prose_is_evaluated_at_its_evidence():
         D._Chain("test", D.n, D.m, "hypothesis", check=D.HYPOTHESIS)
     with pytest.raises(D.DerivationError, match=r"n <= m is false at \{n = 3\.0, m = 2\.0\}"):
         D._Chain("test", D.n, D.m, "prose", evidence=_points({D.n: 1, D.m: 2}, {D.n: 3, D.m: 2}))
-    with pytest.raises(D.DerivationError, match="no point to evaluate"):
+    with pytest.raises(D.DerivationError, match="^test: no point to evaluate the relations at$"):
         D._Chain("test", D.n, D.m, "prose", evidence=_points())
     chain = _true_chain().weaken_prose(D.m + 1, "true")
     assert chain.steps[-1].check == D.PROSE and chain.done().prose_steps == (chain.steps[-1],)
@@ -321,6 +330,8 @@ def test_identities_factors_and_weakenings_are_checked_twice():
         _true_chain().equal_lhs(D.n + 1, "not an identity")
     with pytest.raises(D.DerivationError, match=r"-m > 0 is false"):
         _true_chain().scale(-D.m, "negative factor")
+    with pytest.raises(D.DerivationError, match=r"^test: 0 > 0 is false .*numeric"):
+        _true_chain().scale(0, "zero factor")
     with pytest.raises(D.DerivationError, match=r"SymPy cannot show -r \+ exp\(r\) - 1 > 0"):
         _true_chain().scale(sympy.exp(R) - 1 - R, "unprovable")
     with pytest.raises(D.DerivationError, match=r"m - 1 >= m is false"):
