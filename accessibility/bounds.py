@@ -7,8 +7,12 @@ returns a natural logarithm (nats) or a quantity derived from one; :func:`to_log
 Precision conventions (``r=``, ``precision=``, ``eps=``) are those of :mod:`accessibility.precision`;
 ``precision=None`` means fp16 relative (ε = r·2^-11, the published choice) unless ``eps=`` is given.
 The hypothesis behind every count is *quantisation*: the model's output depends on the prompt only
-through a map onto a set whose points are pairwise at least ε apart (for example rounding every
-coordinate to a grid of step ε), and the numerators count such sets.
+through a map onto a set whose points are pairwise at least ε apart, and the numerators count such
+sets. Rounding every coordinate down (floor), or to the nearest point, of the grid
+-r + ε{0, ..., ⌊2r/ε⌋} is such a map, with (⌊2r/ε⌋ + 1) values per coordinate; nearest rounding on the
+unbounded grid -r + εZ can leave [-r, r] and gain a value. Storing a vector in a float format maps
+it onto the values the format holds, which are not ε apart at ε = r·u (floats crowd near zero): the
+``exact-*`` conventions count those values instead.
 
 Map of the module
 -----------------
@@ -17,6 +21,8 @@ Map of the module
   :func:`log_cone_bound` (norm-consistent cone), :func:`log_ellipsoid_count`;
   :func:`log_cone_fraction` is the exact ln of the ball fraction inside a cone, and
   :func:`log_cone_count` the published (heuristic) cone convention, which is not a bound;
+* cone half-angles: :func:`jung_half_angle` (proven from the smallest pairwise cosine) and
+  :func:`cone_half_angle` (the published arccos(min cos)/2, a heuristic);
 * the denominator of the cell-entropy heuristic: :func:`cell_entropy` (a typical-sequence heuristic);
 * slopes: :func:`slope` (numerator / ln|V| or / H), :func:`slope_bound` (Corollary 4.6's C),
   :func:`target_slope` (C_Q for targets drawn from a distribution Q, with its per-token rate;
@@ -130,18 +136,53 @@ def log_box_count(*, widths=None, lows=None, highs=None, r=None, precision: str 
 
 
 def cone_half_angle(min_cos):
-    """Published convention: half-angle φ = arccos(min cos)/2 of the cone holding the vectors.
+    """Published convention (a heuristic): half-angle φ = arccos(min cos)/2 of the cone holding the vectors.
 
     The smallest pairwise cosine gives the largest pairwise angle θ; the pipeline assumes the vectors
     fit in a cone of half-angle θ/2 around some axis. That is a lower bound on the true half-angle, not
-    an upper bound: by Jung-type theorems a set of angular diameter θ may need a larger cone (a
-    regular simplex has all cosines -1/d yet fits in no cone of half-angle below π/2). It is a
-    *convention* of the paper, not a proven containment.
+    an upper bound: three vectors at mutual angle θ need a wider cone, and the vectors a minimum cosine
+    allows fit in the cone of :func:`jung_half_angle`, which is wider for d >= 3. It is a *convention* of
+    the paper, not a proven containment.
 
     >>> round(float(cone_half_angle(0.0)), 6)  # θ = π/2
     0.785398
     """
     return np.arccos(in_range("min_cos", min_cos, -1, 1)) / 2
+
+
+def jung_half_angle(*, d_model, min_cos):
+    """Proven: the half-angle ρ of a cone (apex at the origin) holding every vector of R^d whose pairwise
+    cosines are all at least c = ``min_cos``; the spherical Jung theorem.
+
+    .. math:: \\cos^2\\rho = c + \\frac{1 - c}{d}, \\quad\\text{that is}\\quad
+              \\sin\\rho = \\sqrt{\\frac{2(d - 1)}{d}}\\,\\sin\\frac{\\theta}{2},
+              \\qquad \\theta = \\arccos c,
+
+    for c > -1/d; for c <= -1/d no cone narrower than a half-space is guaranteed (d + 1 vectors of a
+    regular simplex have all cosines -1/d and sum to zero), and π/2 is returned: a cone count then
+    falls back to the whole Euclidean ball. The second form is Jung's theorem on the sphere
+    :math:`S^{d-1}` (Dekster, *Acta Math. Hungar.* 67, 1995). Proof: let w be the point of the convex
+    hull of the unit vectors :math:`u_i` nearest the origin. It is a convex combination
+    :math:`\\sum_j \\lambda_j u_j` of at most N of them (Carathéodory: N <= d + 1, and N <= d when
+    w != 0, since w then lies in a supporting hyperplane), so
+    :math:`|w|^2 = \\sum_{j,k} \\lambda_j\\lambda_k \\langle u_j, u_k\\rangle
+    \\ge c + (1 - c)\\sum_j \\lambda_j^2 \\ge c + (1 - c)/N`. If w = 0 this gives c <= -1/d.
+    Otherwise :math:`\\langle w, u_i\\rangle \\ge |w|^2` for every i (w is the projection of 0 on the
+    hull), so every :math:`u_i` lies within the angle arccos |w| of w. The bound is attained by d unit
+    vectors with equal pairwise cosines c (their hull's nearest point is their centroid). It is
+    continuous, equals 0 at c = 1, and is never below the published θ/2 (:func:`cone_half_angle`) for
+    d >= 2.
+
+    >>> round(float(jung_half_angle(d_model=2, min_cos=0.0)), 6)  # the plane: θ/2 itself
+    0.785398
+    >>> round(float(jung_half_angle(d_model=3, min_cos=0.5)), 6)  # three vectors at 60°: sin ρ = sqrt(4/3)/2
+    0.61548
+    """
+    d = at_least("d_model", d_model, 1, integer=True)
+    c = in_range("min_cos", min_cos, -1, 1)
+    d = np.asarray(d, dtype=float)
+    sin_squared = (1 - c) * (d - 1) / d  # = 1 - cos²ρ, exact at c = 1 and at d = 1
+    return as_float(np.where(c > -1 / d, np.arcsin(np.sqrt(np.minimum(sin_squared, 1.0))), np.pi / 2))
 
 
 def _beta_continued_fraction(a, b, x):
@@ -241,12 +282,31 @@ def log_cone_count(*, d_model, phi=None, min_cos=None, r=None, precision: str | 
     return log_ball_count(d_model=d_model, r=r, precision=precision, eps=eps) + log_f
 
 
+def thinnest_counted_cone(*, d_model, r2, eps):
+    """The half-angle φ_* below which :func:`log_euclidean_cone_count` counts the cone of half-angle φ_*.
+
+    .. math:: \\varphi_* = \\arcsin\\min\\Big(1, \\frac{1}{(d - 1)(1 + 2r_2/\\varepsilon)}\\Big)
+
+    The shifted-cone count
+    :math:`d\\ln(1 + (1 + 2r_2/\\varepsilon)\\sin\\varphi) - d\\ln\\sin\\varphi + \\ln f` falls as φ
+    shrinks until about φ_* (where its derivative, to leading order in φ, vanishes) and then rises
+    again to +inf: the apex moves back by ε/(2 sin φ), which for a thin cone costs more than the cone
+    saves. A cone of half-angle φ < φ_* lies inside the one of half-angle φ_*, so the count at φ_*
+    bounds it.
+    """
+    d = np.asarray(at_least("d_model", d_model, 2, integer=True), dtype=float)
+    levels = 1 + 2 * np.asarray(positive("r2", r2)) / positive("eps", eps)
+    return as_float(np.arcsin(np.minimum(1.0, 1 / ((d - 1) * levels))))
+
+
 def log_euclidean_cone_count(*, d_model, r2, phi=None, min_cos=None, eps):
     """Points of a Euclidean cone sector pairwise at least ε apart (Euclidean, hence also L∞).
 
     The support lies in the cone of half-angle φ (apex at the origin) and in the Euclidean ball of
-    radius :math:`r_2`. For φ < π/2 the ε/2-neighbourhood of the cone is the same cone with its apex
-    moved back by :math:`t = \\varepsilon/(2\\sin\\varphi)` (parallel boundaries at distance
+    radius :math:`r_2`. Give φ (a cone known to hold the support, e.g. a measured enclosing cone) or the
+    smallest pairwise cosine, from which the proven half-angle is :func:`jung_half_angle` (not the
+    published arccos(min cos)/2). For φ < π/2 the ε/2-neighbourhood of the cone is the same cone with its
+    apex moved back by :math:`t = \\varepsilon/(2\\sin\\varphi)` (parallel boundaries at distance
     :math:`t\\sin\\varphi`), so the disjoint ε/2-balls around the points lie in a cone sector of
     radius :math:`r_2 + \\varepsilon/2 + t` and
 
@@ -254,18 +314,21 @@ def log_euclidean_cone_count(*, d_model, r2, phi=None, min_cos=None, eps):
               + \\ln f(\\varphi, d);
 
     for φ >= π/2 the Euclidean ball, :math:`d\\ln(1 + 2r_2/\\varepsilon)`. Computed as
-    :math:`d\\,[\\ln(1 + (1 + 2r_2/\\varepsilon)\\sin\\varphi) - \\ln\\sin\\varphi] + \\ln f`, finite for
-    every φ > 0 (+inf at φ = 0, where the shifted cone is a half-space). It is never negative: the
-    sector of radius 1 contains a ball of radius :math:`\\sin\\varphi/(1 + \\sin\\varphi)`.
+    :math:`d\\,[\\ln(1 + (1 + 2r_2/\\varepsilon)\\sin\\varphi) - \\ln\\sin\\varphi] + \\ln f` at
+    :math:`\\max(\\varphi, \\varphi_*)` (:func:`thinnest_counted_cone`: a thinner cone is counted as the
+    cone of half-angle φ_* that holds it), so it is finite and continuous down to φ = 0. It is never
+    negative: the sector of radius 1 contains a ball of radius :math:`\\sin\\varphi/(1 + \\sin\\varphi)`.
     """
     d = at_least("d_model", d_model, 2, integer=True)
-    log_f = log_cone_fraction(d_model=d, phi=phi, min_cos=min_cos)
-    phi = cone_half_angle(min_cos) if phi is None else np.asarray(phi, dtype=float)
-    levels = 1 + 2 * np.asarray(positive("r2", r2)) / positive("eps", eps)  # 1 + 2 r2/ε
+    if (phi is None) == (min_cos is None):
+        raise InputError("give exactly one of phi (radians) and min_cos")
+    phi = jung_half_angle(d_model=d, min_cos=min_cos) if phi is None else in_range("phi", phi, 0, np.pi)
+    phi = np.maximum(phi, thinnest_counted_cone(d_model=d, r2=r2, eps=eps))
+    log_f = log_cone_fraction(d_model=d, phi=phi)
+    levels = 1 + 2 * np.asarray(r2) / eps  # 1 + 2 r2/ε
     sin_phi = np.sin(np.minimum(phi, np.pi / 2))
-    with np.errstate(divide="ignore", invalid="ignore"):  # φ = 0: ln 0 terms, replaced below
-        narrow = d * (np.log1p(levels * sin_phi) - np.log(sin_phi)) + log_f
-    return as_float(np.where(phi >= np.pi / 2, d * np.log(levels), np.where(sin_phi > 0, narrow, np.inf)))
+    narrow = d * (np.log1p(levels * sin_phi) - np.log(sin_phi)) + log_f
+    return as_float(np.where(phi >= np.pi / 2, d * np.log(levels), narrow))
 
 
 def log_cone_bound(*, d_model, r2, phi=None, min_cos=None, r=None, precision: str | None = None, eps=None):
@@ -279,12 +342,13 @@ def log_cone_bound(*, d_model, r2, phi=None, min_cos=None, r=None, precision: st
     :math:`r_2` and in a cone of half-angle φ with apex at the origin; the points are pairwise at least
     ε apart in L∞ (ε the same per-coordinate step as the ball bound, set by r for a relative
     precision). L∞ separation implies Euclidean separation, so both counts apply
-    (:func:`log_euclidean_cone_count`). The result is positive, finite and never above the ball
-    count. With the published statistics the Euclidean term exceeds the ball count for every model
-    (:math:`r_2 \\gg r`), so the minimum is the ball: the cone does not help once norms agree. The
-    published half-angle arccos(min cos)/2 does *not* establish the cone hypothesis
-    (:func:`cone_half_angle`); an enclosing cone does. Exact float counts are not a metric grid: use a
-    relative or absolute precision.
+    (:func:`log_euclidean_cone_count`). The cone is given (``phi``: a measured enclosing cone) or
+    proven from the smallest pairwise cosine (``min_cos``: :func:`jung_half_angle`); the published
+    half-angle arccos(min cos)/2 does *not* establish the cone hypothesis (:func:`cone_half_angle`).
+    The result is positive, finite, never above the ball count and continuous in min cos up to 1. With
+    the published statistics the Euclidean term exceeds the ball count for every model
+    (:math:`r_2 \\gg r`), so the minimum is the ball: the cone does not help once norms agree. Exact
+    float counts are not a metric grid: use a relative or absolute precision.
 
     >>> ball = float(log_ball_count(d_model=768))
     >>> float(log_cone_bound(d_model=768, r=22.45, r2=271.0, min_cos=0.890)) == ball  # Pythia-160m
@@ -499,9 +563,12 @@ def word_rate(*, n_words, tokens_per_word, min_entropy: bool = False):
 
     with :math:`\\bar t` the mean number of tokens per word (``tokens_per_word``: one count per word of
     the list, or the mean). Each word carries ln W nats, spread over its tokens. With
-    ``min_entropy=True`` the largest count replaces the mean: the most probable n-token target is made
-    of the longest words, so that is the min-entropy rate (ignoring that two word strings may
-    tokenize alike, which only lowers max Q).
+    ``min_entropy=True`` the largest count :math:`t_\\max` replaces the mean,
+    :math:`h_\\infty = \\ln W/t_\\max`: a string of w words has probability :math:`W^{-w}` and at most
+    :math:`w\\,t_\\max` tokens. Two word strings that tokenized alike would add their probabilities and
+    raise max Q; they do not when the tokenizer decodes back to the text (tokenization is then one to
+    one on texts). Targets cut at exactly n tokens can end inside a word, which also raises max Q: the
+    rigorous n_50 bound then gains :math:`t_\\max` tokens (:func:`n50_bound`, ``cut_tokens``).
 
     >>> round(float(word_rate(n_words=400_000, tokens_per_word=[1, 2, 2, 3])), 4)  # ln 400000 / 2
     6.4496
@@ -625,7 +692,7 @@ def length_threshold(*, m, slope, delta, vocab_size=None, rate=None, all_lengths
     return as_float((_log_count_from_slope(m, slope, h, all_lengths) - np.log(delta)) / h)
 
 
-def n50_bound(*, m, slope, vocab_size=None, rate=None):
+def n50_bound(*, m, slope, vocab_size=None, rate=None, cut_tokens=0):
     """The upper bound on the measured n_50(m): :math:`n_{50}(m) \\le C m + \\ln 2/\\ln|V|`.
 
     At n_50 half the targets are accessible, so the fraction (uniform targets, ``vocab_size``) or the
@@ -633,10 +700,19 @@ def n50_bound(*, m, slope, vocab_size=None, rate=None):
     :func:`length_threshold` at δ = 1/2. A line fitted to n_50 over a few m, with an intercept, is
     not bounded by C; the points are.
 
+    ``cut_tokens``: targets made of words drawn uniformly from W words (:func:`word_rate` with
+    ``min_entropy=True``, :math:`h = \\ln W/t_\\max`) and cut at exactly n tokens. An n-token target
+    fixes every word before its last one, which may be cut, or may end at token n and still be the start
+    of a longer word: those words cover at least :math:`n - t_\\max` tokens, so
+    :math:`\\max Q \\le e^{-h (n - t_\\max)}` and :math:`n_{50} \\le C_Q m + \\ln 2/h + t_\\max`. Give
+    ``cut_tokens`` = :math:`t_\\max` (most tokens per word).
+
     >>> round(float(n50_bound(m=1, slope=590.1, vocab_size=50304)), 3)  # 590.1 + ln 2 / ln 50304
     590.164
     """
-    return length_threshold(m=m, slope=slope, delta=N50_FRACTION, vocab_size=vocab_size, rate=rate)
+    extra = at_least("cut_tokens", cut_tokens, 0, integer=True)
+    return as_float(length_threshold(m=m, slope=slope, delta=N50_FRACTION, vocab_size=vocab_size, rate=rate)
+                    + extra)
 
 
 # --- Corollary 4.10: unbounded context (mean-field) ---------------------------------------------

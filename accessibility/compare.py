@@ -2,9 +2,12 @@
 
 For each model, :func:`slopes_table` holds the slope C of Corollary 4.6 under each support (ball, box,
 norm-consistent cone, ellipsoid: **proven** bounds under the hypotheses of the ledger in the
-corollaries chapter), the **heuristic** refinements (the published cone convention, the decoder-cell
-entropy H in place of ln|V|), the measured cramming slopes and their ratios. :data:`BOUNDS` says which
-column is which. All slopes use one precision convention, fp16 relative (ε = r·2^-11).
+corollaries chapter), the **heuristic** refinements (the published cone convention, at the half-angle
+θ/2 = arccos(min cos)/2; the decoder-cell entropy H in place of ln|V|), the measured cramming slopes and
+their ratios. :data:`BOUNDS` says which column is which. The proven cone is the one a model's support
+provably lies in: for the paper's rows, the cone the published minimum cosine proves (the spherical
+Jung radius, :func:`accessibility.bounds.jung_half_angle`); for ours, the measured enclosing cone. All
+slopes use one precision convention, fp16 relative (ε = r·2^-11).
 
 A measured slope is compared with C only as a heuristic comparison: C bounds uniformly random targets
 (n_50(m) <= C·m + ln 2/ln|V|); a slope fitted with an intercept over a few m is not itself bounded by C,
@@ -23,7 +26,7 @@ from accessibility.checks import InputError, one_of
 
 #: Slope columns of :func:`slopes_table` and their status (see the corollaries chapter's ledger).
 BOUNDS = {"ball": "proven", "box": "proven", "cone": "proven", "ellipsoid": "proven",
-          "cone (published)": "heuristic", "cells": "heuristic"}
+          "cone θ/2 (published)": "heuristic", "cells": "heuristic"}
 #: Measured-slope columns: targets of each kind. The paper's "random" targets are random words.
 MEASURED = ("random tokens", "random words", "text")
 
@@ -36,7 +39,8 @@ def published_rows() -> pd.DataFrame:
     t = theory_table()
     rows = pd.DataFrame({"source": "paper", "d_model": t["d_model"], "vocab_size": t["vocab_size"],
                          "ball": t["slope"], "box": t["slope_box_published"], "cone": t["slope_cone_bound"],
-                         "ellipsoid": np.nan, "cone (published)": t["slope_cone"], "cells": t["slope_cells"],
+                         "ellipsoid": np.nan, "cone θ/2 (published)": t["slope_cone"],
+                         "cells": t["slope_cells"],
                          "random tokens": np.nan, "random words": t["slope_random"],
                          "text": t["slope_pg19"].fillna(t["slope_table"])}, index=t.index)
     rows["lower bound"] = False
@@ -53,7 +57,7 @@ def measured_row(name: str, *, geometry: Mapping | None = None, cells: Mapping |
     row = {"source": "this book", "d_model": g.get("d_model", c.get("d_model")),
            "vocab_size": g.get("vocab_size"), "ball": g.get("slope_ball"), "box": g.get("slope_box"),
            "cone": g.get("slope_cone"), "ellipsoid": g.get("slope_ellipsoid"),
-           "cone (published)": g.get("slope_cone_published"), "cells": c.get("slope_cells")}
+           "cone θ/2 (published)": g.get("slope_cone_published"), "cells": c.get("slope_cells")}
     for kind in MEASURED:
         summary = cram.get(kind)
         row[kind] = np.nan if summary is None or summary.fit is None else summary.fit.slope

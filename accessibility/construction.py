@@ -1,11 +1,12 @@
 """A hand-built transformer that attains Corollary 4.6's slope: the matching lower bound.
 
 :class:`DigitTransformer` is a causal transformer with explicit weights (no training): an input
-projection and a positional table, two single-head softmax attention layers and four ReLU MLPs on a
+projection and a positional table, two single-head softmax attention layers and five ReLU MLPs on a
 residual stream, and a linear unembedding. Its prompt is *written down* (:func:`encode_prompt`): each
-of the m prompt vectors stores k = d·j tokens, j base-|V| digits in each of its d coordinates, and
-greedy decoding (:func:`generate`, which feeds every argmax token back in) emits them in order. So
-every sequence of length k·m is accessible with m vectors.
+token is spread over q digits in base :math:`b = \\lceil |V|^{1/q}\\rceil` (q = 1: one base-|V| digit),
+each of the d coordinates of a prompt vector holds j such digits, so each vector stores
+:math:`k = \\lfloor dj/q\\rfloor` tokens, and greedy decoding (:func:`generate`, which feeds every argmax
+token back in) emits them in order. So every sequence of length k·m is accessible with m vectors.
 
 How it decodes the token at output position p (m prompt vectors at positions 0..m-1):
 
@@ -15,30 +16,36 @@ How it decodes the token at output position p (m prompt vectors at positions 0..
 3. *MLP 1* computes s = p - (m - 1), the index of the token to emit, and the vector index ⌊s/k⌋;
 4. *attention 2* reads that prompt vector (score :math:`-\\beta (q - \\lfloor s/k \\rfloor)^2` over
    positions q);
-5. *MLP 2* turns each coordinate into its grid index c = (x + r)/ε, extracts its base-|V| digits
-   with ReLU steps, and one-hot selects digit number s mod k; *MLP 3* gates the selected digit;
-6. the unembedding scores token v by :math:`2vy - v^2` (y the selected digit), whose argmax is the
-   nearest integer to y.
+5. *MLP 2* turns each coordinate into its grid index c = (x + r)/ε, extracts its base-b digits
+   with ReLU steps, and one-hot selects token number w = s mod k; *MLP 3* rounds the last digit of each
+   coordinate (the others are already integers); *MLP 4* gates token w's q digits and sums them,
+   :math:`y = \\sum_{i<q} b^{q-1-i} a_{wq+i}`, the token id;
+6. the unembedding scores token v by :math:`2vy - v^2`, whose argmax is the nearest integer to y.
 
 Every step function is a pair of ReLUs, ``ReLU(2(c - T) + 1.5) - ReLU(2(c - T) + 0.5)``, which is
 exactly 0 or 1 when c is within 1/4 of an integer; softmax attention with logit gaps of
 :data:`ATTENTION_MARGIN` nats puts weight below e^-40 off target.
 
 Precision model. The prompt is quantised: each coordinate lies on the grid
-:math:`-r + \\varepsilon\\{0, \\dots, \\Lambda - 1\\}`, :math:`\\Lambda = |V|^j`,
+:math:`-r + \\varepsilon\\{0, \\dots, \\Lambda - 1\\}`, :math:`\\Lambda = b^j`,
 :math:`\\varepsilon = 2r/(\\Lambda - 1)`, so the grid spans [-r, r] and
 :math:`1 + 2r/\\varepsilon = \\Lambda`. The network is exact on the grid, and every prompt whose
 coordinates lie within ε/4 of grid values decodes to the same sequence: the model factors through
 rounding to the grid, the quantisation hypothesis of Theorem 4.5. Between those cells nothing is
-claimed. Arithmetic is float64 by default (float32 is exact enough for small Λ). At this ε,
-Corollary 4.6's slope is :math:`C = d \\ln \\Lambda/\\ln|V| = dj = k`: the bound is attained, k/C = 1. For
-another ε the construction uses the coarsest power of |V| that fits,
-:math:`j = \\lfloor \\log_{|V|}(1 + 2r/\\varepsilon)\\rfloor` (:meth:`DigitConfig.for_eps`), and
-:math:`k/C = j/\\log_{|V|}(1 + 2r/\\varepsilon) \\ge 1/2` whenever :math:`1 + 2r/\\varepsilon \\ge |V|`.
+claimed. Arithmetic is float64 by default; a dtype whose mantissa cannot hold the network's largest
+integers (logits up to :math:`2(|V| - 1)^2`) exactly, with :data:`HEADROOM_BITS` to spare, is refused.
+With one digit per token (q = 1, b = |V|), Corollary 4.6's slope at this ε is
+:math:`C = d \\ln \\Lambda/\\ln|V| = dj = k`: the bound is attained, k/C = 1. At a given precision ε the
+construction takes the most digits that fit, :math:`b^j \\le 1 + 2r/\\varepsilon`, and the q that
+stores the most tokens (:meth:`DigitConfig.for_eps`); its grid step is then at least ε, so its
+prompts are ε apart, and :func:`lower_bound_ratio` gives k/C at that ε. Sub-token digits matter when
+a coordinate holds less than one base-|V| digit: at fp16 relative precision (1 + 2r/ε = 4097) and
+|V| = 50304, q = 4 digits in base 15, j = 3 per coordinate, give k/C = 0.976.
 
-The prompt vectors live in R^d; the residual stream is wider (positions, flags and the digits of
-the read vector), as in any transformer whose embedding is followed by a wider computation. The
-bound's d is the dimension of the prompt's support, so C is computed with d.
+The prompt vectors live in R^d; the residual stream is wider (positions, flags, the digits of the
+read vector and the selector), as in any transformer whose embedding is followed by a wider
+computation. The bound's d is the dimension of the prompt's support, the prompt vectors' own, so C is
+computed with d.
 """
 
 from __future__ import annotations
@@ -46,7 +53,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -57,9 +63,36 @@ from accessibility.checks import InputError, at_least, positive
 ATTENTION_MARGIN = 40.0
 #: First coordinate of every token embedding, in units of r: outside the prompt cube [-r, r]^d.
 TOKEN_FLAG = 3.0
-#: Largest grid size Λ = |V|^j: float64 holds integers exactly far beyond, but the digit MLP has about
-#: d·Λ/|V| step units, so keep it small.
+#: Largest grid size Λ = b^j: float64 holds integers exactly far beyond, but the digit MLP has about
+#: 2d·Λ/b step units, so keep it small.
 MAX_LEVELS = 2**16
+#: Bits of the mantissa kept free: every integer the network computes (logits up to 2(|V| - 1)^2, grid
+#: indices up to Λ, attention scores up to β·L^2 for context length L) stays below 2^(bits - 4), so
+#: rounding stays far inside the 1/4 margins of the steps and the unit gaps between logits.
+HEADROOM_BITS = 4
+
+
+def _base(vocab_size: int, token_digits: int) -> int:
+    """⌈|V|^(1/q)⌉ in integers: the smallest b with b^q >= |V|."""
+    base = max(1, int(round(vocab_size ** (1 / token_digits))))
+    while base**token_digits < vocab_size:
+        base += 1
+    while base > 1 and (base - 1) ** token_digits >= vocab_size:
+        base -= 1
+    return base
+
+
+def _fitting_digits(base: int, levels: float, most: float = math.inf) -> int:
+    """The largest j with b^j <= ``levels`` (and <= ``most``): digits a coordinate holds at 1 + 2r/ε."""
+    j = 0
+    while base ** (j + 1) <= min(levels, most) * (1 + 1e-12):
+        j += 1
+    return j
+
+
+def _most_digits(vocab_size: int) -> int:
+    """The most digits a token can be spread over (base 2): ⌈log2 |V|⌉."""
+    return (vocab_size - 1).bit_length()
 
 
 @dataclass(frozen=True)
@@ -70,9 +103,10 @@ class DigitConfig:
     ----------
     d_model : d, the dimension of the prompt vectors.
     vocab_size : |V|.
-    digits : j, base-|V| digits stored in each coordinate (Λ = |V|^j grid values).
+    digits : j, base-b digits stored in each coordinate (Λ = b^j grid values).
     r : support radius (largest absolute coordinate of a prompt vector).
     max_vectors : the largest prompt length m the positional table covers.
+    token_digits : q, digits per token, in base b = ⌈|V|^(1/q)⌉ (1: one base-|V| digit per token).
     """
 
     d_model: int = 8
@@ -80,6 +114,7 @@ class DigitConfig:
     digits: int = 2
     r: float = 1.0
     max_vectors: int = 8
+    token_digits: int = 1
 
     def __post_init__(self):
         at_least("d_model", self.d_model, 1, integer=True)
@@ -87,24 +122,39 @@ class DigitConfig:
         at_least("digits", self.digits, 1, integer=True)
         positive("r", self.r)
         at_least("max_vectors", self.max_vectors, 1, integer=True)
+        at_least("token_digits", self.token_digits, 1, integer=True)
         if self.levels > MAX_LEVELS:
-            raise InputError(f"vocab_size**digits must be <= {MAX_LEVELS}, got {self.levels}")
+            raise InputError(f"base**digits must be <= {MAX_LEVELS}, got {self.base}**{self.digits}")
+        if self.tokens_per_vector < 1:
+            raise InputError(f"d_model * digits = {self.d_model * self.digits} < token_digits = "
+                             f"{self.token_digits}: a vector cannot hold a token")
 
     @classmethod
     def for_eps(cls, *, d_model: int, vocab_size: int, r: float, eps: float,
                 max_vectors: int = 8) -> DigitConfig:
-        """The most digits per coordinate a precision ε allows: :math:`|V|^j \\le 1 + 2r/\\varepsilon`."""
+        """The construction that stores the most tokens per vector at precision ε: for each q, the most
+        digits that fit, :math:`b^j \\le 1 + 2r/\\varepsilon` with Λ <= :data:`MAX_LEVELS`; then the q with
+        the largest :math:`k = \\lfloor dj/q\\rfloor` (the smallest q on a tie)."""
         levels = 1 + 2 * positive("r", r) / positive("eps", eps)
-        digits = int(math.floor(math.log(levels) / math.log(vocab_size) + 1e-12))
-        if digits < 1:
-            raise InputError(f"1 + 2r/eps = {levels:.3g} < vocab_size = {vocab_size}: "
-                             "a coordinate cannot hold a token")
-        return cls(d_model=d_model, vocab_size=vocab_size, digits=digits, r=r, max_vectors=max_vectors)
+        layouts = [(d_model * _fitting_digits(_base(vocab_size, q), levels, MAX_LEVELS) // q, -q)
+                   for q in range(1, _most_digits(vocab_size) + 1)]
+        k, minus_q = max(layouts)
+        if k < 1:
+            raise InputError(f"1 + 2r/eps = {levels:.3g}: a vector of {d_model} coordinates cannot hold "
+                             f"one of {vocab_size} tokens")
+        digits = _fitting_digits(_base(vocab_size, -minus_q), levels, MAX_LEVELS)
+        return cls(d_model=d_model, vocab_size=vocab_size, digits=digits, r=r, max_vectors=max_vectors,
+                   token_digits=-minus_q)
+
+    @property
+    def base(self) -> int:
+        """b = ⌈|V|^(1/q)⌉: the smallest base whose q digits index every token."""
+        return _base(self.vocab_size, self.token_digits)
 
     @property
     def levels(self) -> int:
-        """Λ = |V|^j grid values per coordinate."""
-        return self.vocab_size**self.digits
+        """Λ = b^j grid values per coordinate."""
+        return self.base**self.digits
 
     @property
     def eps(self) -> float:
@@ -113,8 +163,15 @@ class DigitConfig:
 
     @property
     def tokens_per_vector(self) -> int:
-        """k = d·j."""
-        return self.d_model * self.digits
+        """k = ⌊d·j/q⌋."""
+        return self.d_model * self.digits // self.token_digits
+
+    @property
+    def largest_integer(self) -> float:
+        """The largest magnitude the network computes with: logits (2(|V| - 1)^2), grid indices (Λ) or
+        attention scores (β·L^2)."""
+        return max(2.0 * (self.vocab_size - 1) ** 2, float(self.levels),
+                   ATTENTION_MARGIN * self.context_length**2)
 
     @property
     def context_length(self) -> int:
@@ -132,7 +189,8 @@ class _Layout:
 
     def __init__(self, cfg: DigitConfig):
         sizes = {"x": cfg.d_model, "one": 1, "pos": 1, "pos2": 1, "is_token": 1, "last": 1, "vec": 1,
-                 "read": cfg.d_model, "digit": cfg.tokens_per_vector, "select": cfg.tokens_per_vector, "y": 1}
+                 "read": cfg.d_model, "digit": cfg.d_model * cfg.digits, "select": cfg.tokens_per_vector,
+                 "y": 1}
         self.slots, start = {}, 0
         for name, size in sizes.items():
             self.slots[name] = list(range(start, start + size))
@@ -161,9 +219,9 @@ class _Attention(nn.Module):
 
 
 def _digit_units(cfg: DigitConfig) -> int:
-    """Hidden units of MLP 2: per coordinate one for c and two per step of each floor ⌊c/|V|^e⌋
-    (|V|^(j-e) - 1 steps, e = 1..j-1); two per step of the selector (k - 1 steps)."""
-    per_coordinate = 1 + sum(2 * (cfg.vocab_size ** (cfg.digits - e) - 1) for e in range(1, cfg.digits))
+    """Hidden units of MLP 2: per coordinate one for c and two per step of each floor ⌊c/b^e⌋
+    (b^(j-e) - 1 steps, e = 1..j-1); two per step of the selector (k - 1 steps)."""
+    per_coordinate = 1 + sum(2 * (cfg.base ** (cfg.digits - e) - 1) for e in range(1, cfg.digits))
     return cfg.d_model * per_coordinate + 2 * (cfg.tokens_per_vector - 1)
 
 
@@ -187,6 +245,10 @@ class DigitTransformer(nn.Module):
 
     def __init__(self, config: DigitConfig, dtype: torch.dtype = torch.float64):
         super().__init__()
+        exact = 2.0 / torch.finfo(dtype).eps / 2**HEADROOM_BITS  # integers are exact up to 2 / eps
+        if config.largest_integer >= exact:
+            raise InputError(f"dtype {dtype} cannot hold this network's logits exactly: they reach "
+                             f"{config.largest_integer:.3g}, above {exact:.3g}; use torch.float64")
         self.config, self.layout = config, _Layout(config)
         cfg, lay, width = config, self.layout, self.layout.width
         self.embed_in = nn.Linear(cfg.d_model, width, bias=False, dtype=dtype)
@@ -203,7 +265,8 @@ class DigitTransformer(nn.Module):
         self.mlp1 = _mlp(width, 2 * cfg.max_vectors, dtype)
         self.attn2 = _Attention(width, 3, cfg.d_model, dtype)
         self.mlp2 = _mlp(width, _digit_units(cfg), dtype)
-        self.mlp3 = _mlp(width, cfg.tokens_per_vector, dtype)
+        self.mlp3 = _mlp(width, cfg.d_model * (1 + 2 * (cfg.base - 1)), dtype)
+        self.mlp4 = _mlp(width, cfg.tokens_per_vector * cfg.token_digits, dtype)
         self.unembed = nn.Linear(width, cfg.vocab_size, bias=False, dtype=dtype)
         for module in self.children():
             _zero(module)
@@ -215,14 +278,18 @@ class DigitTransformer(nn.Module):
         return self.token_embedding[ids]
 
     def forward(self, inputs_embeds: torch.Tensor) -> torch.Tensor:
+        return self.unembed(self.hidden(inputs_embeds))  # (batch, seq, vocab_size)
+
+    def hidden(self, inputs_embeds: torch.Tensor) -> torch.Tensor:
+        """The residual stream after the last sublayer, shape (batch, seq, width)."""
         seq = inputs_embeds.shape[1]
         if seq > self.config.context_length:
             raise InputError(f"sequence of {seq} positions exceeds the context length "
                              f"{self.config.context_length}")
         h = self.embed_in(inputs_embeds.to(self.positions.dtype)) + self.positions[:seq]
-        for sublayer in (self.mlp0, self.attn1, self.mlp1, self.attn2, self.mlp2, self.mlp3):
+        for sublayer in (self.mlp0, self.attn1, self.mlp1, self.attn2, self.mlp2, self.mlp3, self.mlp4):
             h = h + sublayer(h)
-        return self.unembed(h)  # (batch, seq, vocab_size)
+        return h
 
     # --- weights ------------------------------------------------------------------------------
 
@@ -254,12 +321,15 @@ class DigitTransformer(nn.Module):
             self.attn2.v.weight[g, lay["x"][g]] = 1.0
             self.attn2.o.weight[lay["read"][g], g] = 1.0
         self._build_digits()
-        # MLP 3: y = Σ ReLU(digit_w - |V| (1 - select_w)) = the selected digit
-        for w in range(cfg.tokens_per_vector):
-            self.mlp3[0].weight[w, lay["digit"][w]] = 1.0
-            self.mlp3[0].weight[w, lay["select"][w]] = float(cfg.vocab_size)
-            self.mlp3[0].bias[w] = -float(cfg.vocab_size)
-            self.mlp3[2].weight[lay["y"][0], w] = 1.0
+        self._build_rounding()
+        # MLP 4: y = Σ_i b^(q-1-i) ReLU(digit_{wq+i} - b (1 - select_w)) = the selected token's id
+        q, base = cfg.token_digits, float(cfg.base)
+        for unit in range(cfg.tokens_per_vector * q):
+            w, i = divmod(unit, q)
+            self.mlp4[0].weight[unit, lay["digit"][unit]] = 1.0
+            self.mlp4[0].weight[unit, lay["select"][w]] = base
+            self.mlp4[0].bias[unit] = -base
+            self.mlp4[2].weight[lay["y"][0], unit] = base ** (q - 1 - i)
         # unembedding: logit_v = 2 v y - v²; argmax = the nearest integer to y
         v = torch.arange(cfg.vocab_size, dtype=self.unembed.weight.dtype)
         self.unembed.weight[:, lay["y"][0]], self.unembed.weight[:, one] = 2 * v, -(v**2)
@@ -274,10 +344,24 @@ class DigitTransformer(nn.Module):
             for slot, coef in outputs.items():
                 mlp[2].weight[slot, unit + offset] += sign * coef
 
+    def _build_rounding(self) -> None:
+        """MLP 3: the last digit a of each coordinate, c - b⌊c/b⌋, is exact only on the grid; replace it by
+        Σ_t step(a >= t), t = 1..b-1 (exact within 1/4 of an integer): remove ReLU(a + 1) - 1 = a
+        (a >= -1/4), add the steps. Then every digit is an integer, and so is the token id they build."""
+        cfg, lay, mlp, unit = self.config, self.layout, self.mlp3, 0
+        for g in range(cfg.d_model):
+            slot = lay["digit"][g * cfg.digits + cfg.digits - 1]
+            mlp[0].weight[unit, slot], mlp[0].bias[unit] = 1.0, 1.0
+            mlp[2].weight[slot, unit], mlp[2].bias[slot] = -1.0, mlp[2].bias[slot] + 1.0
+            unit += 1
+            for t in range(1, cfg.base):
+                self._step(mlp, unit, {slot: 1.0}, t, {slot: 1.0})
+                unit += 2
+
     def _build_digits(self) -> None:
-        """MLP 2: digits a_{g,t} of c_g = (read_g + r)/ε and the one-hot selector of t = s mod k."""
+        """MLP 2: digits a_{g,t} of c_g = (read_g + r)/ε and the one-hot selector of w = s mod k."""
         cfg, lay = self.config, self.layout
-        base, j, k = cfg.vocab_size, cfg.digits, cfg.tokens_per_vector
+        base, j, k = cfg.base, cfg.digits, cfg.tokens_per_vector
         mlp, unit = self.mlp2, 0
         for g in range(cfg.d_model):
             c = {lay["read"][g]: 1 / cfg.eps}
@@ -300,24 +384,34 @@ class DigitTransformer(nn.Module):
         assert unit == _digit_units(cfg)
 
 
+def _place_values(base: int, count: int) -> torch.Tensor:
+    """b^(count-1), ..., b, 1: the weights of ``count`` digits, most significant first."""
+    return base ** torch.arange(count - 1, -1, -1)
+
+
 def encode_prompt(config: DigitConfig, tokens: torch.Tensor,
                   dtype: torch.dtype = torch.float64) -> torch.Tensor:
     """The prompt that makes :class:`DigitTransformer` emit ``tokens``: shape (batch, m, d) from (batch, k·m).
 
-    Vector i, coordinate g holds tokens ``i k + g j + t`` (t = 0..j-1, most significant first) as the
-    grid value :math:`-r + \\varepsilon \\sum_t a_t |V|^{j-1-t}`.
+    Token ``i k + w`` becomes q base-b digits (most significant first), digits ``w q .. w q + q - 1`` of
+    vector i; the d·j digits of a vector (the last d·j - kq of them zero) fill its coordinates, j each,
+    coordinate g holding digits ``g j + t`` as the grid value
+    :math:`-r + \\varepsilon \\sum_{t<j} a_{gj+t}\\, b^{j-1-t}`.
     """
     tokens = torch.as_tensor(tokens)
-    k, j, base = config.tokens_per_vector, config.digits, config.vocab_size
-    if tokens.ndim != 2 or tokens.shape[1] % k or not 0 < tokens.shape[1] // k <= config.max_vectors:
+    cfg, k = config, config.tokens_per_vector
+    if tokens.ndim != 2 or tokens.shape[1] % k or not 0 < tokens.shape[1] // k <= cfg.max_vectors:
         raise InputError(f"tokens must have shape (batch, k·m) with k = {k} and "
-                         f"1 <= m <= {config.max_vectors}, got {tuple(tokens.shape)}")
-    if tokens.min() < 0 or tokens.max() >= base:
-        raise InputError(f"tokens must lie in [0, {base - 1}]")
-    digits = tokens.reshape(tokens.shape[0], -1, config.d_model, j).to(torch.int64)  # (batch, m, d, j)
-    weights = base ** torch.arange(j - 1, -1, -1)
-    index = (digits * weights).sum(-1)  # grid index c in [0, Λ - 1]
-    return (-config.r + config.eps * index.to(dtype)).to(dtype)
+                         f"1 <= m <= {cfg.max_vectors}, got {tuple(tokens.shape)}")
+    if tokens.min() < 0 or tokens.max() >= cfg.vocab_size:
+        raise InputError(f"tokens must lie in [0, {cfg.vocab_size - 1}]")
+    batch, m = tokens.shape[0], tokens.shape[1] // k
+    q, j, base = cfg.token_digits, cfg.digits, cfg.base
+    digits = tokens.reshape(batch, m, k, 1).to(torch.int64) // _place_values(base, q) % base  # (b, m, k, q)
+    stream = torch.zeros(batch, m, cfg.d_model * j, dtype=torch.int64)
+    stream[..., :k * q] = digits.reshape(batch, m, k * q)
+    index = (stream.reshape(batch, m, cfg.d_model, j) * _place_values(base, j)).sum(-1)  # c in [0, Λ - 1]
+    return (-cfg.r + cfg.eps * index.to(dtype)).to(dtype)
 
 
 @torch.no_grad()
@@ -329,7 +423,7 @@ def generate(model: DigitTransformer, prompt: torch.Tensor, n: int) -> torch.Ten
     at_least("n", n, 1, integer=True)
     inputs, out = prompt.to(model.positions.dtype), []
     for _ in range(int(n)):
-        token = model(inputs)[:, -1].argmax(-1)  # (batch,)
+        token = model.unembed(model.hidden(inputs)[:, -1]).argmax(-1)  # (batch,): logits of the last position
         out.append(token)
         inputs = torch.cat([inputs, model.embed(token)[:, None]], dim=1)
     return torch.stack(out, dim=1)
@@ -371,17 +465,32 @@ def certify(model: DigitTransformer, m: int, samples: int, *,
     return Certificate(m=int(m), length=length, samples=int(samples), reproduced=reproduced, slope=cfg.slope)
 
 
-def lower_bound_ratio(*, vocab_size, r, eps) -> float:
-    """k/C of the construction at precision ε: :math:`\\lfloor\\lambda\\rfloor/\\lambda`,
-    λ = ln(1 + 2r/ε)/ln|V|.
+def lower_bound_ratio(*, vocab_size, r, eps, d_model=None) -> float:
+    """k/C of the construction at precision ε: the best spread of tokens over digits.
 
-    Independent of d; 1 when 1 + 2r/ε is a power of |V|, at least 1/2 when it is at least |V|.
+    With :math:`\\lambda = \\ln(1 + 2r/\\varepsilon)/\\ln|V|` (Corollary 4.6's C per coordinate) and, for
+    q digits per token in base :math:`b_q = \\lceil |V|^{1/q}\\rceil`, :math:`j_q` the most digits with
+    :math:`b_q^{j_q} \\le 1 + 2r/\\varepsilon`,
+
+    .. math:: \\frac{k}{C} = \\max_q \\frac{\\lfloor d\\, j_q/q\\rfloor}{d\\,\\lambda},
+
+    which for d a multiple of the best q (or ``d_model=None``) is :math:`\\max_q j_q/(q\\lambda)`.
+    q = 1 alone gives :math:`\\lfloor\\lambda\\rfloor/\\lambda`, 0 when :math:`\\lambda < 1` (a coordinate
+    holds less than one base-|V| digit, as at fp16 precision with the paper's vocabularies); spreading
+    tokens over digits recovers most of the slope. A formula: the grids it needs may exceed
+    :data:`MAX_LEVELS`.
 
     >>> lower_bound_ratio(vocab_size=16, r=1.0, eps=2 / 255)
     1.0
     >>> round(lower_bound_ratio(vocab_size=50304, r=1.0, eps=2**-11), 3)  # fp16 relative, Pythia's |V|
-    0.0
+    0.976
     """
-    ln_v = np.log(at_least("vocab_size", vocab_size, 2, integer=True))
-    lam = np.log1p(2 * positive("r", r) / positive("eps", eps)) / ln_v
-    return float(np.floor(lam + 1e-12) / lam)
+    vocab_size = int(at_least("vocab_size", vocab_size, 2, integer=True))
+    levels = 1 + 2 * positive("r", r) / positive("eps", eps)
+    lam = math.log(levels) / math.log(vocab_size)
+    per_coordinate = [(_fitting_digits(_base(vocab_size, q), levels), q)
+                      for q in range(1, _most_digits(vocab_size) + 1)]
+    if d_model is None:
+        return max(j / q for j, q in per_coordinate) / lam
+    d = int(at_least("d_model", d_model, 1, integer=True))
+    return max(d * j // q for j, q in per_coordinate) / (d * lam)

@@ -557,7 +557,8 @@ def confirmations(run):
         after = np.array([r["capacity"] for r in recs])
         rows.append({"m": m, "targets": len(recs),
                      "decided by a full-budget failure": sum(search_decided(r, config) for r in recs),
-                     "confirmed": sum(any(len(p) > 4 and p[4] == "confirm" for p in r["probes"]) for r in recs),
+                     "confirmed": sum(any(len(p) > 4 and p[4] == "confirm" for p in r["probes"])
+                                      for r in recs),
                      "moved": int((after > before).sum()), "largest move": int((after - before).max()),
                      "n50 before": float(np.median(before)), "n50 after": float(np.median(after)),
                      "logistic before": survival_n50(before), "logistic after": survival_n50(after)})

@@ -272,6 +272,29 @@ def plot_theory_vs_experiment(theory):
     return fig
 
 
+def plot_lower_bound_ratio(eps_over_r, ratio_by_label, *, marks=None, reference=None):
+    """The construction's k/C against the precision, one line per vocabulary.
+
+    ``eps_over_r`` holds values of the relative precision ε/r (the x axis, log scale); ``ratio_by_label``
+    maps a label (a vocabulary) to k/C at each (from :func:`accessibility.construction.lower_bound_ratio`);
+    ``marks`` maps a precision's name to its ε/r, drawn as a dotted vertical line; ``reference`` is an
+    optional ``(label, ratios)`` drawn dashed in grey (e.g. one digit per token).
+    """
+    fig, ax = new_figure(MAX_WIDTH, 4.2)
+    for label, ratios in ratio_by_label.items():
+        ax.plot(eps_over_r, ratios, label=label, linewidth=1.2)
+    if reference is not None:
+        ax.plot(eps_over_r, reference[1], color="grey", linestyle="--", label=reference[0])
+    for name, value in (marks or {}).items():
+        ax.axvline(value, color="grey", linestyle=":", linewidth=1)
+        ax.annotate(name, (value, 0.02), rotation=90, fontsize="small", ha="right", va="bottom",
+                    xytext=(-2, 0), textcoords="offset points")
+    ax.set(xscale="log", ylim=(0, 1.05), xlabel="precision ε / r", ylabel="k / C (attained / bound)")
+    fig.legend(*ax.get_legend_handles_labels(), fontsize="small", loc="outside lower center", ncol=3,
+               title="|V|")
+    return fig
+
+
 def plot_construction(certificates, *, measured=None):
     """The lower bound: lengths every sampled sequence of which greedy decoding reproduced, against m,
     next to the upper bound C·m.

@@ -107,10 +107,13 @@ def theory_table(*, precision: str | None = None, table: pd.DataFrame | None = N
     Proven bounds (their hypotheses: quantisation at the precision, the published support statistics
     as the support): ``slope`` (Corollary 4.6's C, ball support, real config |V|), ``slope_cone_bound``
     (the norm-consistent cone, :func:`accessibility.bounds.log_cone_bound`, with the published L∞ and
-    L2 radii and φ = arccos(min cos)/2 taken as the cone's half-angle; NaN for exact precisions), and
-    ``log10_N_unbounded`` (Corollary 4.10; NaN for exact precisions). Heuristics, kept to reproduce the
-    paper: ``slope_cone`` (the published cone convention), ``slope_cells`` (ball numerator over the
-    published H) and ``slope_cone_cells`` (both). The authors' convention: ``slope_authors`` (fp16
+    L2 radii around the cone the published minimum cosine proves, half-angle
+    :func:`accessibility.bounds.jung_half_angle`; NaN for exact precisions), and ``log10_N_unbounded``
+    (Corollary 4.10; NaN for exact precisions). Heuristics, kept to reproduce the paper: ``slope_cone``
+    (the published cone convention: ball count plus ``log_cone_fraction``, the log fraction of the ball
+    inside a cone of half-angle arccos(min cos)/2, which no theorem gives), ``slope_cells`` (ball
+    numerator over the published H) and ``slope_cone_cells`` (both). The authors' convention:
+    ``slope_authors`` (fp16
     relative with ``vocab_size_authors``, whatever ``precision`` is) and ``ratio_authors`` =
     slope_authors / slope_table, equal to the printed ``ratio_ball_published`` to 1e-6; their
     ``ratio_box_published`` and ``slope_box_published`` are copied. Published experimental slopes
@@ -163,7 +166,8 @@ def theory_table(*, precision: str | None = None, table: pd.DataFrame | None = N
 
 
 def _cone_bound(table: pd.DataFrame, precision: str | None) -> pd.Series:
-    """Numerator of the norm-consistent cone bound per model (NaN without radii, angle, or with exact)."""
+    """Numerator of the norm-consistent cone bound per model, around the cone its minimum cosine proves
+    (NaN without radii or minimum cosine, or with an exact precision)."""
     out = pd.Series(np.nan, index=table.index)
     known = table[["linf_max", "l2_max", "min_cos"]].notna().all(axis=1)
     if precision in EXACT or not known.any():

@@ -160,14 +160,85 @@ def test_cone_bound_is_norm_consistent_positive_and_never_above_the_ball():
         bounds.log_cone_bound(d_model=8, r=1.0, r2=2.0, min_cos=0.5, precision="exact-fp16")
 
 
+def _smallest_cone(u):
+    """Half-angle of the narrowest cone around any axis holding the unit rows of u: max t subject to
+    <a, u_i> >= t and |a| <= 1 (a convex program, solved by SLSQP), t = cos of the half-angle."""
+    from scipy.optimize import minimize
+
+    d = u.shape[1]
+    start = np.append(u.mean(0) / max(np.linalg.norm(u.mean(0)), 1e-12), 0.0)
+    cons = [{"type": "ineq", "fun": lambda z: u @ z[:d] - z[d]},
+            {"type": "ineq", "fun": lambda z: 1 - z[:d] @ z[:d]}]
+    best = minimize(lambda z: -z[d], start, constraints=cons, method="SLSQP",
+                    options={"ftol": 1e-14, "maxiter": 500})
+    return math.acos(min(1.0, best.x[d]))
+
+
+def _equal_cosines(d, c):
+    """d unit vectors of R^d with every pairwise cosine equal to c (Gram matrix (1 - c)I + cJ)."""
+    w, v = np.linalg.eigh((1 - c) * np.eye(d) + c)
+    return v * np.sqrt(np.clip(w, 0, None))
+
+
+def test_jung_half_angle_is_attained_by_equal_cosines_and_holds_random_sets():
+    """The spherical Jung radius from the minimum cosine: d vectors with equal cosines c need exactly that
+    cone, and no random set (clusters and spread-out clouds in R^2..R^5) needs more."""
+    for d, c in ((2, -0.4), (3, 0.5), (3, -0.3), (5, 0.2), (5, 0.9), (4, -0.2)):
+        u = _equal_cosines(d, c)
+        assert np.allclose(u @ u.T, (1 - c) * np.eye(d) + c)
+        proven = float(bounds.jung_half_angle(d_model=d, min_cos=c))
+        assert _smallest_cone(u) == pytest.approx(proven, abs=1e-6)
+    for _ in range(60):
+        d = int(RNG.integers(2, 6))
+        x = RNG.normal(size=(int(RNG.integers(2, 40)), d)) + RNG.uniform(0, 4) * RNG.normal(size=d)
+        u = x / np.linalg.norm(x, axis=1, keepdims=True)
+        c = float((u @ u.T).min())
+        proven = float(bounds.jung_half_angle(d_model=d, min_cos=c))
+        if c > -1 / d:
+            assert _smallest_cone(u) <= proven + 1e-7 and proven < math.pi / 2
+        assert proven >= math.acos(c) / 2 - 1e-12  # never below the published θ/2
+
+
+def test_jung_half_angle_limits():
+    """0 at min cos 1, continuous there, monotone, π/2 from -1/d down (d + 1 simplex vectors sum to 0)."""
+    c = np.concatenate([np.linspace(-1, 1, 2001), 1 - 10.0 ** -np.arange(1, 17), [1.0]])
+    for d in (1, 2, 3, 576):
+        rho = bounds.jung_half_angle(d_model=d, min_cos=np.sort(c))
+        assert (np.diff(rho) <= 1e-12).all() and rho[-1] == 0 and rho[-2] < 1e-7
+        assert (rho[np.sort(c) <= -1 / d] == math.pi / 2).all()
+    simplex = _equal_cosines(4, -1 / 3)  # 4 vectors of R^3 (rank 3), summing to zero: in no cone
+    assert np.allclose(simplex.sum(0), 0) and bounds.jung_half_angle(d_model=3, min_cos=-1 / 3) == math.pi / 2
+    assert bounds.jung_half_angle(d_model=2, min_cos=0.3) == pytest.approx(math.acos(0.3) / 2)  # the plane
+
+
+def test_proven_cone_slope_is_continuous_at_min_cos_one_and_holds_thin_cones():
+    """As min cos -> 1 the proven cone count converges to its value at 1 (no jump back to the ball), stays
+    below the ball, and a thin cone sector's grid points never exceed it."""
+    for d, r, r2 in ((576, 1.0, 3.0), (768, 22.45, 271.0), (2, 1.0, 1.0), (30, 1.0, 5.0)):
+        ball = float(bounds.log_ball_count(d_model=d))
+        near = bounds.log_cone_bound(d_model=d, r=r, r2=r2, min_cos=1 - 10.0 ** -np.arange(2, 17))
+        at_one = float(bounds.log_cone_bound(d_model=d, r=r, r2=r2, min_cos=1.0))
+        assert 0 < at_one <= ball and np.all(np.diff(near) <= 1e-9) and abs(near[-1] - at_one) < 1e-9
+    for dim in (2, 3):
+        for phi, r2, eps in ((0.02, 3.0, 0.3), (0.001, 5.0, 0.5), (0.3, 2.0, 0.25)):
+            ticks = np.arange(-r2 - eps, r2 + eps, eps)
+            grid = RNG.uniform(0, eps, dim) + np.stack(np.meshgrid(*[ticks] * dim), -1).reshape(-1, dim)
+            norms = np.linalg.norm(grid, axis=1)
+            inside = (norms <= r2) & (grid[:, 0] >= math.cos(phi) * norms)
+            bound = bounds.log_euclidean_cone_count(d_model=dim, r2=r2, eps=eps, phi=phi)
+            assert inside.sum() <= math.exp(bound)
+
+
 def test_euclidean_cone_count_issue_numbers_and_half_space():
-    """Done in one norm (Euclidean radius r2, step r∞·u) the cone count exceeds the L∞ ball count
-    (Pythia-160m 663.6 vs 590.1; Llama-3.2-1B 1676 vs 1448); φ ≥ π/2 is the Euclidean ball."""
+    """Done in one norm (Euclidean radius r2, step r∞·u) the cone count exceeds the L∞ ball count even at
+    the published half-angle arccos(min cos)/2 (Pythia-160m 663.6 vs 590.1; Llama-3.2-1B 1676 vs 1448),
+    and more so at the proven one; φ ≥ π/2 is the Euclidean ball."""
     for d, v, r, r2, mc, cone, ball in ((768, 50304, 22.45, 271.0, 0.890, 663.6, 590.1),
                                         (2048, 128256, 20.91, 107.0, -0.051, 1676.3, 1448.4)):
         eps = r * 2**-11
-        assert bounds.log_euclidean_cone_count(d_model=d, r2=r2, eps=eps, min_cos=mc) / math.log(v) == \
-            pytest.approx(cone, abs=0.05)
+        published_phi = bounds.log_euclidean_cone_count(d_model=d, r2=r2, eps=eps, phi=math.acos(mc) / 2)
+        assert published_phi / math.log(v) == pytest.approx(cone, abs=0.05)
+        assert bounds.log_euclidean_cone_count(d_model=d, r2=r2, eps=eps, min_cos=mc) > published_phi
         assert bounds.slope_bound(d_model=d, vocab_size=v) == pytest.approx(ball, abs=0.05)
     half_space = bounds.log_euclidean_cone_count(d_model=20, r2=2.0, eps=0.5, phi=2.0)
     assert half_space == pytest.approx(20 * math.log(9))
@@ -303,6 +374,40 @@ def test_cell_entropy():
     assert bounds.cell_entropy(np.full(7, 3)).entropy == pytest.approx(math.log(7))  # counts are normalised
     with pytest.raises(InputError):
         bounds.cell_entropy([0.5, -0.1])
+
+
+def _cut_target_probabilities(tokens_of, n):
+    """Q of every n-token target: words drawn uniformly from the list (token tuples ``tokens_of``), joined,
+    cut at exactly n tokens; enumerated word string by word string until n tokens are covered."""
+    from collections import defaultdict
+
+    q, frontier = defaultdict(float), [((), 1.0)]
+    while frontier:
+        done = [(t, p) for t, p in frontier if len(t) >= n]
+        for tokens, p in done:
+            q[tokens[:n]] += p
+        frontier = [(t + w, p / len(tokens_of)) for t, p in frontier if len(t) < n for w in tokens_of]
+    return q
+
+
+def test_random_words_cut_at_n_tokens_need_t_max_more_tokens():
+    """A brute-force check of the intercept for random-word targets: with words up to t_max tokens (one a
+    token prefix of another), max Q over n-token targets can exceed e^{-h n}, h = ln W/t_max, but never
+    e^{-h(n - t_max)}; n50_bound adds the t_max tokens."""
+    tokens_of = [(1,), (2, 3), (2, 3, 4), (5, 6, 7)]  # (2, 3) is a word and the start of (2, 3, 4)
+    t_max, h = 3, math.log(4) / 3
+    assert bounds.word_rate(n_words=4, tokens_per_word=[len(t) for t in tokens_of], min_entropy=True) == h
+    exceeded = False
+    for n in range(1, 10):
+        q = _cut_target_probabilities(tokens_of, n)
+        assert sum(q.values()) == pytest.approx(1.0)
+        assert max(q.values()) <= math.exp(-h * (n - t_max)) * (1 + 1e-12)
+        exceeded |= max(q.values()) > math.exp(-h * n)
+    assert exceeded  # without the t_max tokens the min-entropy bound would be wrong
+    plain = bounds.n50_bound(m=2, slope=10.0, rate=h)
+    assert bounds.n50_bound(m=2, slope=10.0, rate=h, cut_tokens=t_max) == pytest.approx(plain + t_max)
+    with pytest.raises(InputError, match="cut_tokens"):
+        bounds.n50_bound(m=2, slope=10.0, rate=h, cut_tokens=-1)
 
 
 def test_target_slope_rates_and_n50_bound():

@@ -41,23 +41,29 @@ def test_slope_and_optional_keys(capsys):
 
 def test_min_cos_over_the_whole_range_gives_the_proven_cone_slope(capsys):
     """For every X in [-1, 1] a positive finite cone slope no larger than the ball's, never a
-    RuntimeWarning; where the published convention (a heuristic) turns non-positive, the narrowest
-    cones, it is reported as undefined with a note, and the proven slope is still given."""
-    undefined = 0
+    RuntimeWarning, continuous up to X = 1 (no jump back to the ball); where the published convention
+    (a heuristic) turns non-positive, the narrowest cones, it is reported as undefined with a note, and
+    the proven slope is still given."""
+    undefined, near_one = 0, []
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        for x in np.concatenate([np.linspace(-1, 1, 41), 1 - 10.0 ** -np.arange(2, 10), [1.0]]):
+        for x in np.concatenate([np.linspace(-1, 1, 41), 1 - 10.0 ** -np.arange(2, 17), [1.0]]):
             argv = ["bound", "--d-model", "576", "--vocab-size", "49152", "--min-cos", repr(float(x)),
                     "--json"]
             assert main(argv) == 0, x
             out = json.loads(capsys.readouterr().out)
             assert 0 < out["slope_cone"] <= out["slope"] and math.isfinite(out["slope_cone"])
+            assert out["phi_jung"] >= out["phi_published"] and out["status"]["slope_cone"] == "proven"
+            near_one += [(x, out["slope_cone"])] if x > 0.99 else []
             if out["slope_cone_published"] is None:
                 undefined += 1
+                assert x > 0.99  # only the narrowest cones
                 assert out["cone_published_note"].startswith("undefined")
             else:
                 assert out["slope_cone_published"] > 0 and "cone_published_note" not in out
-    assert 0 < undefined < 10  # only the narrowest cones
+    assert undefined > 0
+    slopes = [slope for _, slope in sorted(near_one)]  # by min cos: 0.99, ..., 1 - 1e-16, 1, 1
+    assert np.all(np.diff(slopes) <= 1e-9) and slopes[-3] == slopes[-1] < slopes[0] / 10
     assert main(["bound", "--d-model", "576", "--vocab-size", "49152", "--min-cos", "1"]) == 0
     assert "undefined" in capsys.readouterr().out  # the text output says so too
 
@@ -82,14 +88,20 @@ def test_model_lookup_reproduces_published_ratio(capsys):
     assert round(out["slope"], 1) == 1573.6
     assert out["published_slope_table"] == 261.4 and abs(out["ratio_table"] - 6.019802) < 1e-6
     assert out["min_cos"] == -0.233 and "slope_cone" in out and "published_flag" in out
+    assert out["status"] == {"slope": "proven", "phi_jung": "proven", "slope_cone": "proven",
+                             "log10_N_unbounded": "proven", "phi_published": "heuristic",
+                             "slope_cone_published": "heuristic", "slope_cells": "heuristic",
+                             "slope_cone_cells": "heuristic"}
+    assert out["phi_jung"] == math.pi / 2 and out["phi_published"] == pytest.approx(math.acos(-0.233) / 2)
     assert out["r2"] == 120 and out["slope_cone"] == out["slope"]  # the published r2: the cone does not help
     absolute = _json(capsys, "--model", "pythia-160m", "--eps", "0.01")  # the published radius is r
     assert absolute["r"] == 22.45
     assert absolute["slope"] == pytest.approx(768 * math.log1p(2 * 22.45 / 0.01) / math.log(50304))
     text_main = main(["bound", "--model", "gemma-3-270m"])
     text = capsys.readouterr().out
-    assert text_main == 0 and "slope C / H (cells heuristic)" in text
-    assert "tokens per vector" in text and "log10" in text and "published cone convention (heuristic)" in text
+    assert text_main == 0 and "slope C / H (cells) [H]" in text and "slope C (Corollary 4.6) [P]" in text
+    assert "tokens per vector" in text and "log10" in text and "published cone convention [H]" in text
+    assert "cone half-angle arccos(min cos)/2 [H]" in text and "slope C, cone bound [P]" in text
 
 
 @pytest.mark.parametrize("name, published, real", [("pythia-1.4b", 6.019802, 6.019802),

@@ -36,7 +36,7 @@ def test_measured_row_and_the_ratios():
     proven = [k for k, v in compare.BOUNDS.items() if v == "proven"]
     assert (table["best proven"] <= table["ball"]).all()
     assert (table["best proven"] == table[proven].min(axis=1)).all()
-    assert {"cone (published)", "cells"} == {k for k, v in compare.BOUNDS.items() if v == "heuristic"}
+    assert {"cone θ/2 (published)", "cells"} == {k for k, v in compare.BOUNDS.items() if v == "heuristic"}
 
 
 def test_against_published_sets_each_point_beside_the_published_row():

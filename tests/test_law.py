@@ -186,15 +186,16 @@ def test_confirmations_count_what_moved_and_what_is_decided():
     cram = dict(vars(CramConfig.quick(max_steps=500, patience=150)))
     moved = {"m": 1, "capacity": 12, "capacity_teacher": 12, "probes": [
         [8, True, 90, "solved", "init"], [9, False, 150, "patience", "warm"],
-        [9, True, 300, "solved", "confirm"], [12, True, 80, "solved", "warm"], [13, False, 500, "budget", "confirm"]]}
+        [9, True, 300, "solved", "confirm"], [12, True, 80, "solved", "warm"],
+        [13, False, 500, "budget", "confirm"]]}
     held = {"m": 1, "capacity": 8, "capacity_teacher": 8, "probes": [
         [8, True, 90, "solved", "init"], [9, False, 500, "patience", "confirm"]]}
     weak = {"m": 1, "capacity": 8, "capacity_teacher": 8, "probes": [
         [8, True, 90, "solved", "init"], [9, False, 150, "patience", "warm"]]}
     run = SimpleNamespace(config={"config": {"cram": cram}}, records=[moved, held, weak])
     row = law.confirmations(run).iloc[0]
-    assert row[["targets", "decided by a full-budget failure", "confirmed", "moved", "largest move"]].tolist() == \
-        [3, 2, 2, 1, 4]
+    counted = ["targets", "decided by a full-budget failure", "confirmed", "moved", "largest move"]
+    assert row[counted].tolist() == [3, 2, 2, 1, 4]
     assert (row["n50 before"], row["n50 after"]) == (8.0, 8.0)
     assert row["logistic after"] > row["logistic before"]
 

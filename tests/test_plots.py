@@ -118,3 +118,19 @@ def test_linear_law_legend_writes_a_negative_intercept_with_a_minus():
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert any("4.64 m − 0.50" in label for label in labels) and not any("+ -" in label for label in labels)
     plt.close(fig)
+
+
+def test_lower_bound_ratio_figure_has_one_line_per_vocabulary_and_labelled_axes():
+    from accessibility import construction
+
+    eps_over_r = np.logspace(-8, 0, 40)
+    ratios = {str(v): [construction.lower_bound_ratio(vocab_size=v, r=1.0, eps=x) for x in eps_over_r]
+              for v in (50304, 262144)}
+    fig = plots.plot_lower_bound_ratio(eps_over_r, ratios, marks={"fp16": 2.0**-11},
+                                       reference=("q = 1", ratios["50304"]))
+    ax = fig.axes[0]
+    assert [line.get_label() for line in ax.get_lines()[:3]] == ["50304", "262144", "q = 1"] and fig.legends
+    assert ax.get_xscale() == "log" and "ε / r" in ax.get_xlabel() and "k / C" in ax.get_ylabel()
+    assert all(0 < r <= 1 for values in ratios.values() for r in values)
+    plots.check_figure(fig)
+    plt.close(fig)

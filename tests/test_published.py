@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from accessibility import published
+from accessibility import bounds, published
 from accessibility.checks import InputError
 
 # The paper's published numbers (model: d, |V|, PG-19 slope, R², random slope, R²), typed
@@ -183,3 +183,20 @@ def test_cone_bound_column_is_the_ball_and_the_precision_table():
     assert len(views) == 10 and {"fp16", "bf16", "exact-fp32", "fp16, eps = r2 u"} <= set(views.columns)
     assert (views["fp16"] == theory.loc[views.index, "slope"]).all()
     assert (views["exact-bf16"] > views["bf16"]).all() and (views["exact-fp16"] > views["fp16"]).all()
+
+
+def test_cone_bound_column_uses_the_cone_the_minimum_cosine_proves():
+    """With a support where the cone matters (r2 = r, a small angle), the proven column is the cone of the
+    spherical Jung radius, wider than the published arccos(min cos)/2, and the published cone column is
+    the heuristic at that narrower angle."""
+    table = published.load_table().loc[["Pythia-160m"]].copy()
+    table[["l2_max", "min_cos"]] = [table["linf_max"].iloc[0], 0.999]
+    row, theory = table.iloc[0], published.theory_table(table=table).iloc[0]
+    d, r, ln_v = int(row.d_model), float(row.linf_max), math.log(row.vocab_size)
+    jung = bounds.jung_half_angle(d_model=d, min_cos=0.999)
+    proven = bounds.log_cone_bound(d_model=d, r=r, r2=r, phi=jung) / ln_v
+    half = math.acos(0.999) / 2  # the published half-angle
+    narrower = bounds.log_cone_bound(d_model=d, r=r, r2=r, phi=half) / ln_v
+    assert theory["slope_cone_bound"] == pytest.approx(proven, rel=1e-12)
+    assert narrower < proven < theory["slope"]
+    assert theory["log_cone_fraction"] == pytest.approx(bounds.log_cone_fraction(d_model=d, phi=half))

@@ -5,10 +5,12 @@ Give a width and a vocabulary (``--d-model``, ``--vocab-size``) or a model of th
 overridden, and the authors'-convention ratio is printed next to the real-config one). Counts are
 printed as log10; the slope C is in tokens per prompt vector.
 
-``slope_cone`` is the norm-consistent cone bound (the smaller of the L∞ ball and the Euclidean cone
-of radius r2 at the same step; r2 defaults to sqrt(d)·r, the cube's own Euclidean radius);
-``slope_cone_published`` is the paper's convention (ball count plus the cone's volume fraction), a
-heuristic.
+``slope_cone`` is the norm-consistent cone bound, proven: the smaller of the L∞ ball and the Euclidean
+cone of radius r2 at the same step (r2 defaults to sqrt(d)·r, the cube's own Euclidean radius), around
+the cone that the smallest pairwise cosine proves (half-angle ``phi_jung``, the spherical Jung radius).
+The paper's half-angle arccos(min cos)/2 (``phi_published``) and its cone convention
+(``slope_cone_published``: ball count plus the cone's volume fraction) are heuristics. ``status``
+marks each bound of the output proven or heuristic; the text output marks them [P] and [H].
 
 Examples::
 
@@ -47,9 +49,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--r2", type=float, metavar="R2", help="largest Euclidean norm of the support, "
                         "between r and sqrt(d)·r (with --min-cos; needs --r): the Euclidean radius of the "
                         "norm-consistent cone bound")
-    parser.add_argument("--min-cos", type=float, metavar="X", help="smallest pairwise cosine: adds the cone "
-                        "bound with half-angle arccos(X)/2 (the paper's choice of angle), norm-consistent, "
-                        "and the published cone convention (a heuristic)")
+    parser.add_argument("--min-cos", type=float, metavar="X", help="smallest pairwise cosine: adds the "
+                        "norm-consistent cone bound around the cone it proves (spherical Jung radius), and "
+                        "the published cone convention at half-angle arccos(X)/2 (a heuristic)")
     parser.add_argument("--m", type=int, metavar="M", help="prompt length in vectors: adds Theorem 4.5's "
                         "count, Corollary 4.6's n* <= C·m and the bound on n_50")
     parser.add_argument("--n", type=int, metavar="N", help="output length in tokens (needs --m): adds the "
@@ -131,7 +133,8 @@ def _cone(d, v, numerator, r, r2, min_cos, prec) -> dict:
     if not (math.isfinite(consistent) and consistent > 0):
         raise InputError(f"--min-cos {min_cos!r}: the cone bound gives {consistent:.4g} nats, not a positive "
                          "count")
-    out = {"min_cos": min_cos, "phi": float(bounds.cone_half_angle(min_cos)), "r2": known_r2,
+    out = {"min_cos": min_cos, "phi_jung": float(bounds.jung_half_angle(d_model=d, min_cos=min_cos)),
+           "phi_published": float(bounds.cone_half_angle(min_cos)), "r2": known_r2,
            "r2_over_r": r2 / r, "log_cone_fraction": log_f, "slope_cone": consistent / math.log(v)}
     published_num = numerator + log_f
     if math.isfinite(published_num) and published_num > 0:
@@ -178,6 +181,7 @@ def run(args, x: dict) -> dict:
                     n=n, m=m, slope=cone["slope_cone"], vocab_size=v)
     if args.precision not in EXACT:  # Corollary 4.10 needs a metric resolution ε
         out["log10_N_unbounded"] = bounds.log10_unbounded_threshold(d_model=d, vocab_size=v, **prec)
+    out["status"] = {key: status for key, status in STATUS.items() if out.get(key) is not None}
     return save(args.save, "bound", saved_flags(args), out) if args.save else out
 
 
@@ -210,6 +214,14 @@ def _published(row, d: int, v: int, r, min_cos, precision: str | None, absolute:
     return out | {c: float(theory[c]) for c in columns}
 
 
+#: Each bound and cone of the output: proven (under its stated hypotheses) or heuristic. The JSON output
+#: carries this as ``status``; the text output marks the rows [P] and [H].
+STATUS = {"slope": "proven", "phi_jung": "proven", "slope_cone": "proven", "n_star_bound": "proven",
+          "n50_bound": "proven", "n_delta": "proven", "log10_fraction_bound": "proven",
+          "log10_fraction_bound_cone": "proven", "log10_N_unbounded": "proven",
+          "phi_published": "heuristic", "slope_cone_published": "heuristic", "slope_cells": "heuristic",
+          "slope_cone_cells": "heuristic"}
+
 #: The text output: (key, label, unit), in order; keys a run does not have are left out.
 TEXT_ROWS = (
     ("model", "model", ""), ("d_model", "width d", ""), ("vocab_size", "vocabulary |V|", "tokens"),
@@ -217,9 +229,11 @@ TEXT_ROWS = (
     ("log_levels", "ln levels per coordinate", "nats"),
     ("log10_count_per_vector", "count per vector", "log10"),
     ("slope", "slope C (Corollary 4.6)", "tokens per vector"), ("min_cos", "min cos", ""),
-    ("phi", "cone half-angle φ", "rad"), ("r2", "Euclidean radius r2", ""), ("r2_over_r", "r2 / r", ""),
+    ("phi_jung", "cone half-angle, spherical Jung", "rad"),
+    ("phi_published", "cone half-angle arccos(min cos)/2", "rad"),
+    ("r2", "Euclidean radius r2", ""), ("r2_over_r", "r2 / r", ""),
     ("slope_cone", "slope C, cone bound", "tokens per vector"),
-    ("slope_cone_published", "published cone convention (heuristic)", "tokens per vector"),
+    ("slope_cone_published", "published cone convention", "tokens per vector"),
     ("cone_published_note", "published cone convention", ""),
     ("m", "m", "vectors"), ("log10_count", "accessible sequences (Theorem 4.5)", "log10"),
     ("n_star_bound", "n* <= C·m", "tokens"), ("n50_bound", "n_50 <= C·m + ln 2/ln|V|", "tokens"),
@@ -228,8 +242,8 @@ TEXT_ROWS = (
     ("log10_fraction_bound_cone", "accessible fraction, cone bound", "log10"),
     ("log10_N_unbounded", "N unbounded (Corollary 4.10)", "log10 tokens"),
     ("cell_entropy", "published cell entropy H", "nats"),
-    ("slope_cells", "slope C / H (cells heuristic)", "tokens per vector"),
-    ("slope_cone_cells", "published cone / H (heuristic)", "tokens per vector"),
+    ("slope_cells", "slope C / H (cells)", "tokens per vector"),
+    ("slope_cone_cells", "published cone / H", "tokens per vector"),
     ("published_slope_pg19", "published slope, PG-19", "tokens per vector"),
     ("published_slope_random", "published slope, random", "tokens per vector"),
     ("published_slope_table", "published slope, table", "tokens per vector"),
@@ -245,6 +259,14 @@ TEXT_ROWS = (
 )
 
 
+#: Marks of the text output, and the line that explains them.
+MARKS = {"proven": "[P]", "heuristic": "[H]"}
+LEGEND = ("[P] / [H]", "proven under the stated hypotheses / heuristic, not a bound", "")
+
+
 def text(result: dict) -> str:
-    """The inputs, then each bound with its unit."""
-    return aligned([(label, result.get(key), unit) for key, label, unit in TEXT_ROWS])
+    """The inputs, then each bound with its unit, marked [P] (proven) or [H] (heuristic)."""
+    status = {**STATUS, "cone_published_note": "heuristic"}
+    rows = [(f"{label} {MARKS[status[key]]}" if key in status else label, result.get(key), unit)
+            for key, label, unit in TEXT_ROWS]
+    return aligned(rows + [LEGEND])
