@@ -323,6 +323,24 @@ def convolution_entropy(shares, *, max_fold: int = CONV_MAX_FOLD,
     return ConvolutionEstimate(entropy=float(-slope), folds=folds, medians=np.array(medians))
 
 
+#: Marks that byte-level and SentencePiece tokenizers put in a token's text for a space or a newline.
+SPACE_MARKS = ("Ġ", "Ċ", "▁")
+
+
+def is_punctuation(token: str) -> bool:
+    """Whether a token's text is made only of whitespace and punctuation (no letter or digit), its
+    tokenizer's space and newline marks (:data:`SPACE_MARKS`) read as whitespace.
+
+    >>> [is_punctuation(t) for t in ("Ġ", "Ġ(", "Ċ", ",", "▁...")]
+    [True, True, True, True, True]
+    >>> [is_punctuation(t) for t in ("Ġand", "Ġsetattr", "7", "Ġé")]
+    [False, False, False, False]
+    """
+    for mark in SPACE_MARKS:
+        token = token.replace(mark, " ")
+    return not any(ch.isalnum() for ch in token)
+
+
 def top_cells(shares, tokenizer=None, k: int = 10):
     """The k tokens with the largest shares: id, text (when a tokenizer is given), share, share·|V|."""
     import pandas as pd

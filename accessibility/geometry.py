@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -71,6 +72,13 @@ TREND_MIN_PER_LENGTH = 8
 #: A refined slope that changed by less than this fraction over the last doubling of the sample
 #: count is called settled (a heuristic: sample statistics only grow, and may grow again later).
 SETTLED_RTOL = 0.02
+#: The columns of :meth:`SupportStats.summary` after ``length``, in the order of :func:`growth_table`.
+STATS_COLUMNS = ("samples", "r_inf", "r_2", "r_1", "r_2_min", "mean_cos", "min_cos", "cone_angle",
+                 "published_cone_angle", "mean_width", "max_width", "ellipsoid_rank")
+#: The per-coordinate arrays of :class:`SupportStats` that a saved run keeps, with their dtypes (the
+#: box of the float32 hidden states; the ellipsoid, computed in float64): JSON holds both exactly.
+SUPPORT_ARRAYS = {"lows": np.float32, "highs": np.float32, "semi_axes": np.float64,
+                  "ellipsoid_half_widths": np.float64}
 
 
 class UntrainedNormWarning(UserWarning):
@@ -293,13 +301,34 @@ class SupportStats:
                                spread=spread, rtol=rtol, d_model=self.d_model)
 
     def summary(self) -> dict:
-        """Scalar statistics (for tables and JSON)."""
+        """Scalar statistics (for tables and JSON): ``length`` and :data:`STATS_COLUMNS`."""
         w = self.widths
         return {"length": self.length, "samples": self.samples, "r_inf": self.r_inf, "r_2": self.r_2,
                 "r_1": self.r_1, "r_2_min": self.r_2_min, "mean_cos": self.mean_cos, "min_cos": self.min_cos,
                 "cone_angle": self.cone_angle, "published_cone_angle": self.published_cone_angle,
                 "mean_width": float(w.mean()), "max_width": float(w.max()),
                 "ellipsoid_rank": self.ellipsoid_rank}
+
+    def arrays(self) -> dict:
+        """The per-coordinate statistics, each of shape (d_model,) (for JSON: a saved run's ``support``)."""
+        return {name: getattr(self, name) for name in SUPPORT_ARRAYS}
+
+    @classmethod
+    def from_summary(cls, summary: Mapping) -> SupportStats:
+        """The pooled statistics of a saved ``accessibility geometry`` run, from its summary
+        (``load_run(...).summary``): its scalars and its ``support`` arrays, stored exactly, so that
+        :func:`refined_slopes` gives the run's slopes again, for any precision convention.
+
+        A run saved before the arrays were kept raises :class:`InputError` (its command makes it again).
+        """
+        support = summary.get("support")
+        if support is None:
+            raise InputError(f"this geometry run of {summary.get('model')} keeps no per-coordinate arrays "
+                             "(saved before they were kept): run its command again")
+        arrays = {name: np.asarray(support[name], dtype=dtype) for name, dtype in SUPPORT_ARRAYS.items()}
+        scalars = {k: summary[k] for k in ("d_model", "r_inf", "r_2", "r_1", "r_2_min", "mean_cos", "min_cos",
+                                           "cone_angle", "ellipsoid_rank")}
+        return cls(length=None, samples=sum(s["samples"] for s in summary["per_length"]), **scalars, **arrays)
 
 
 @dataclass(frozen=True)
@@ -371,10 +400,19 @@ class GeometryResult:
 
     def table(self):
         """One row per prompt length (and a last row ``all``): how each statistic grows with ℓ."""
-        import pandas as pd
+        return growth_table([s.summary() for s in self.per_length], self.pooled.summary())
 
-        rows = [s.summary() for s in self.per_length] + [{**self.pooled.summary(), "length": "all"}]
-        return pd.DataFrame(rows).set_index("length")
+
+def growth_table(per_length, pooled: Mapping):
+    """One row per prompt length and a last row ``all`` (the pooled statistics), indexed by ℓ: the table
+    of :meth:`GeometryResult.table`, also from a saved run (``growth_table(s["per_length"], s)`` for
+    its summary s, whose pooled statistics are its top-level ones)."""
+    import pandas as pd
+
+    rows = [dict(s) for s in per_length]
+    rows.append({**{k: pooled.get(k) for k in STATS_COLUMNS}, "length": "all",
+                 "samples": sum(s["samples"] for s in rows)})
+    return pd.DataFrame(rows, columns=["length", *STATS_COLUMNS]).set_index("length")
 
 
 def measure_geometry(loaded, config: GeometryConfig | None = None, *, progress: bool = False,

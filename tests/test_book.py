@@ -212,6 +212,21 @@ def test_chapters_show_figures_once_and_format_tables(md):
         "show tables with plots.format_table"
 
 
+#: A chapter's shell command that writes a shipped run: ``accessibility ... --save <SHIPPED>/NAME ...``.
+SHIPPED = "accessibility/data/runs"
+SHIPPED_COMMAND = re.compile(rf"^accessibility .*--save {SHIPPED}/(?P<name>[\w.-]+)(?:[ \t].*)?$", re.M)
+
+
+@pytest.mark.parametrize("md", CODE, ids=lambda p: p.stem)
+def test_regenerating_commands_are_the_shipped_runs_own(md):
+    """The shell command a chapter gives for regenerating a shipped run is the one in that run's
+    config.json (which its REGENERATE switch reruns), so that it makes the run the chapter reads."""
+    from accessibility.results import load_run
+
+    for found in SHIPPED_COMMAND.finditer(md.read_text()):
+        assert found.group(0).strip() == load_run(found["name"]).command, f"{md.name}: {found['name']}"
+
+
 def test_references_to_unnumbered_statements_carry_their_text():
     """Theorems numbered as in the paper are ``:nonumber:``; a bare ``{prf:ref}`label``` to one
     renders as "Corollary " with no number, so such references must spell out their text."""

@@ -4,8 +4,10 @@ import json
 import math
 import warnings
 
+import numpy as np
 import pytest
 
+from accessibility.checks import InputError
 from accessibility.cli import main
 from accessibility.geometry import UntrainedNormWarning
 from accessibility.results import load_run
@@ -111,3 +113,33 @@ def test_hidden_region_skips_the_pairwise_cosines(capsys, tmp_path, monkeypatch)
     out = _json(capsys, ["cells", "--model", "toy", "--samples", "64", "--lengths", "4", "--region", "hidden",
                          "--json", "--save", str(tmp_path)])
     assert out["samples"] == 64 and out["slope_cone_cells"] > 0
+
+
+def test_a_saved_geometry_run_gives_its_statistics_and_slopes_again(capsys, tmp_path):
+    """The saved per-coordinate arrays are exact: the run's slopes come back to the last bit, in any
+    precision convention as from the live measurement, and so does the table of growth with ℓ."""
+    import pandas as pd
+
+    from accessibility import geometry, models
+
+    argv = ["geometry", "--model", "toy", "--samples", "40", "--lengths", "4", "16", "--save", str(tmp_path)]
+    assert main([*argv, "--json"]) == 0
+    capsys.readouterr()
+    summary = load_run(tmp_path).summary
+    saved = geometry.SupportStats.from_summary(summary)
+    config = geometry.GeometryConfig(lengths=(4, 16), samples=40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UntrainedNormWarning)
+        live = geometry.measure_geometry(models.load_model("toy"), config)
+    assert saved.samples == 80 > saved.d_model                   # the ellipsoid is defined
+    supports = ("ball", "box", "cone", "cone_published", "ellipsoid")
+    for precision in ("fp16", "bf16", "fp32", "exact-fp16"):
+        again = geometry.refined_slopes(saved, vocab_size=summary["vocab_size"], precision=precision)
+        assert again == geometry.refined_slopes(live.pooled, vocab_size=16, precision=precision), precision
+        if precision == "fp16":
+            assert {k: getattr(again, k) for k in supports} == {k: summary[f"slope_{k}"] for k in supports}
+    assert np.array_equal(saved.widths, live.pooled.widths)
+    assert saved.ellipsoid_rank == live.pooled.ellipsoid_rank
+    pd.testing.assert_frame_equal(geometry.growth_table(summary["per_length"], summary), live.table())
+    with pytest.raises(InputError, match="keeps no per-coordinate arrays"):
+        geometry.SupportStats.from_summary({k: v for k, v in summary.items() if k != "support"})

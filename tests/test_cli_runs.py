@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from accessibility.checks import InputError
 from accessibility.cli import main
 from accessibility.results import load_run
 
@@ -42,3 +43,30 @@ def test_precision_and_eps_together_is_the_same_one_line_error(command, tmp_path
     err = capsys.readouterr().err
     assert err == f"accessibility {command}: error: give either --eps (an absolute ε) or --precision, " \
                   "not both\n"
+
+
+def test_rerun_makes_the_same_run_again_elsewhere(tmp_path, capsys, monkeypatch):
+    """A saved run's command run again in-process: the same config and summary (but its compute time), in
+    the cache by default, the old run untouched; a command whose config changed is refused before any work."""
+    from accessibility.cli import rerun
+    from accessibility.results import CONFIG_FILE, SUMMARY_FILE
+
+    monkeypatch.setenv("ACCESSIBILITY_CACHE", str(tmp_path / "cache"))
+    old = tmp_path / "old"
+    assert main(["cells", *COMMANDS["cells"], "--threads", "1", "--save", str(old), "--json"]) == 0
+    capsys.readouterr()
+    before = {name: (old / name).read_text() for name in (CONFIG_FILE, SUMMARY_FILE)}
+    new = rerun(old)
+    assert "cell entropy H" in capsys.readouterr().out      # the command's text summary, as in a shell
+    digest = load_run(old).config["config_hash"]
+    assert new.folder == tmp_path / "cache" / "runs" / f"cells-{digest}"
+    assert new.config["config_hash"] == digest and new.command.endswith(f"--save {new.folder}")
+    drop = lambda summary: {k: v for k, v in summary.items() if k != "compute_seconds"}
+    assert drop(new.summary) == drop(load_run(old).summary)
+    assert before == {name: (old / name).read_text() for name in before}
+    meta = json.loads(before[CONFIG_FILE])
+    meta["command"] = meta["command"].replace("--samples 2000", "--samples 3000")
+    (old / CONFIG_FILE).write_text(json.dumps(meta))
+    with pytest.raises(InputError, match="now makes a run of config hash"):
+        rerun(old, tmp_path / "elsewhere")
+    assert not (tmp_path / "elsewhere").exists()

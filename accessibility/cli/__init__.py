@@ -10,6 +10,9 @@ mapping (one JSON object with ``--json``, else the command's aligned text summar
 turns bad input into one line on stderr with exit status 2, never a traceback. Command modules import
 heavy libraries (torch, transformers) inside ``check`` and ``run`` so that ``accessibility bound``
 never pays for them.
+
+:func:`rerun` runs the command of a saved run again, in-process (a chapter's switch that regenerates a
+run shipped with the package instead of reading it).
 """
 
 from __future__ import annotations
@@ -17,12 +20,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import os
 import re
 import shlex
 import sys
+from pathlib import Path
 
 from accessibility.checks import InputError
-from accessibility.results import CURRENT_COMMAND, to_json
+from accessibility.results import CURRENT_COMMAND, Run, load_run, to_json
 
 #: Command name -> one-line help. Each has a module ``accessibility.cli.<name>``.
 COMMANDS = {
@@ -118,3 +123,59 @@ def main(argv: list[str] | None = None) -> int:
         CURRENT_COMMAND.reset(token)
     print(to_json(result) if args.json else args._text(result))
     return 0
+
+
+#: Flags of a saved run's command that :func:`rerun` replaces: the run folder and the output format.
+RERUN_DROPS = {"--save": 1, "--json": 0, "--progress": 0}
+
+
+def rerun_argv(command: str, folder: str | os.PathLike, *, progress: bool = False) -> list[str]:
+    """The arguments of ``main`` that run ``command`` (``accessibility <command> ...``) again into
+    ``folder``: its ``--save`` replaced, ``--json`` dropped (the command prints its text summary),
+    ``--progress`` added with ``progress``.
+
+    >>> rerun_argv("accessibility cells --model toy --save runs/a --json", "tmp/b")
+    ['cells', '--model', 'toy', '--save', 'tmp/b']
+    >>> rerun_argv("accessibility geometry --save=runs/a --samples 8", "b", progress=True)
+    ['geometry', '--samples', '8', '--save', 'b', '--progress']
+    """
+    words = shlex.split(command)
+    if words[:1] != ["accessibility"] or len(words) < 2 or words[1] not in COMMANDS:
+        raise InputError(f"not a command of this package: {command!r}")
+    argv, skip = [], 0
+    for word in words[1:]:
+        if skip:
+            skip -= 1
+        elif word.split("=")[0] in RERUN_DROPS:
+            skip = 0 if "=" in word else RERUN_DROPS[word]
+        else:
+            argv.append(word)
+    return [*argv, "--save", str(folder), *(["--progress"] if progress else [])]
+
+
+def rerun(run: str | os.PathLike, folder: str | os.PathLike | None = None, *, progress: bool = False) -> Run:
+    """Run the command that made a saved run (a shipped run's name or a run folder) again, in-process,
+    and read the new run back: what its shell command (``load_run(run).command``) does.
+
+    The new run goes to ``folder``, by default ``<cache_dir()>/runs/<kind>-<config hash>``: a shipped
+    run is never overwritten, and a resumable command (``cram``) killed on the way resumes there
+    when called again. The command prints its text summary, as in a shell. Before any work, the
+    command's config is checked to be the old run's (its hash): where the package's defaults have
+    changed since, the command would make another run, and this raises instead.
+    """
+    from accessibility import cache_dir
+    from accessibility.results import config_hash
+
+    old = load_run(run)
+    kind, digest = old.config["kind"], old.config["config_hash"]
+    folder = Path(folder) if folder is not None else cache_dir() / "runs" / f"{kind}-{digest}"
+    argv = rerun_argv(old.command, folder, progress=progress)
+    command = argv[0]
+    now = config_hash(importlib.import_module(f"accessibility.cli.{command}").run_config(
+        build_parser(command).parse_args(argv)))
+    if now != digest:
+        raise InputError(f"`{old.command}` now makes a run of config hash {now}, not {digest}: the "
+                         "package's defaults changed since the run was made")
+    if main(argv) != 0:
+        raise InputError(f"`{old.command}` was refused (the line above says why)")
+    return load_run(folder)

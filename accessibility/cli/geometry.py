@@ -6,7 +6,9 @@ pairwise cosine, the cone half-angles (radians) and the slopes C of Corollary 4.
 vector) for the ball, box, cone and ellipsoid supports (fp16-relative precision unless
 ``--precision``/``--eps``); radii are in the units of the hidden states. Statistics are pooled
 over all lengths; ``per_length`` shows how each grows with ℓ and ``sample_size_trend`` how the slopes
-move on nested halves of the samples. For a model of the shipped table the published statistics are
+move on nested halves of the samples; ``support`` keeps the pooled per-coordinate arrays (box lows and
+highs, the ellipsoid's semi-axes and half-widths), from which ``SupportStats.from_summary`` gives
+the slopes again for any precision convention. For a model of the shipped table the published statistics are
 printed next to ours. When every post-norm L2 norm is c·√d for one c (the fingerprint of an untrained
 final norm) a ``warning`` line says so; ``norm_fingerprint`` holds the test either way. The run is
 saved with ``--save DIR`` (default ``results/geometry/<config hash>``).
@@ -85,6 +87,7 @@ def run(args, folder) -> dict:
         **{f"slope_{s}": getattr(slopes, s) for s in SLOPES},
         "numerators": slopes.numerators,
         "norm_fingerprint": {k: v for k, v in vars(fingerprint).items() if k != "d_model"},
+        "support": pooled.arrays(),
         "per_length": [s.summary() for s in measured.per_length],
         "sample_size_trend": trend.reset_index().to_dict("records"),
         "published": published_row(info.name),
