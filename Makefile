@@ -1,5 +1,5 @@
 # Two entry points, each creating or reusing the virtual environment it needs:
-#   make book   execute every chapter (full CPU-scale runs, offline) and build the HTML book; chapters
+#   make book   execute every chapter (shipped runs read, small live demos, offline), build the HTML book; chapters
 #               whose code, package and environment did not change come from the execution cache
 #               (EXECUTE=force executes every chapter, as CI does)
 #   make test   unit tests, doctests and nbval over every chapter (quick mode)
