@@ -174,8 +174,15 @@ def test_a_lemma_is_substituted_only_inside_its_domain():
         D._Chain.from_lemma("test", D.corollary_4_6_threshold(), {D.V: R + 2}, "not an integer")
     with pytest.raises(D.DerivationError, match=r"^test: ln\(1\+x\) <= x at x = -r: outside its domain"):
         _hypothesis(D.n, D.m, {D.n: 1, D.m: 2, R: 1.0}).apply_lemma(D.log1p_below_x(), {X: -R}, "negative")
+    with pytest.raises(D.DerivationError, match=r"at x = log\(-r - 1\): outside .*\(numeric check\)"):
+        D._Chain.from_lemma("test", D.log1p_below_x(), {X: sympy.log(-1 - R)}, "undefined everywhere")
     chain = D._Chain.from_lemma("test", D.log1p_below_x(), {X: 1 / D.r}, "inside")
     assert chain.uses == [D.log1p_below_x()] and len(chain.points) > D.SAMPLES
+
+
+def test_a_step_keeps_its_relation_when_both_sides_are_the_same():
+    """A recorded step stays a relation to render and check, not SymPy's evaluated True."""
+    assert isinstance(D._rel(R, R), sympy.LessThan) and isinstance(D._rel(R, R, equal=True), sympy.Equality)
 
 
 def _lemma_on(symbol, domain=None):
