@@ -1,8 +1,9 @@
 """Mutation testing of the derivation checker: how many mutants of accessibility/derivations.py the
 tests kill, and why each survivor is harmless.
 
-Not run in CI: about an hour on two busy cores with one child (1000 mutants). Needs mutmut 3 (``pip install "mutmut>=3.8"``,
-a benchmark-only tool, not a dependency of the package). From the repository root::
+Not run in CI: about an hour on two busy cores with one child (1000 mutants). Needs mutmut 3
+(``pip install "mutmut>=3.8"``, a benchmark-only tool, not a dependency of the package). From the
+repository root::
 
     python benchmarks/mutation_derivations.py [--max-children 2] [--keep DIR]
 
