@@ -52,7 +52,8 @@ def measured_row(name: str, *, geometry: Mapping | None = None, cells: Mapping |
     """One row for a model measured in this book, from run summaries: ``geometry`` (an
     ``accessibility geometry`` summary), ``cells`` (an ``accessibility cells`` summary) and ``cram``
     (target kind of :data:`MEASURED` -> :class:`~accessibility.law.CramSummary`). Missing parts are NaN;
-    ``lower bound`` says that some n_50 behind a slope is only a lower bound (budget or censoring)."""
+    ``lower bound`` says that some n_50 behind a slope is only a lower bound (budget, censoring or an
+    undecided capacity: :attr:`accessibility.law.MPoint.lower_bound`)."""
     g, c, cram = geometry or {}, cells or {}, cram or {}
     row = {"source": "this book", "d_model": g.get("d_model", c.get("d_model")),
            "vocab_size": g.get("vocab_size"), "ball": g.get("slope_ball"), "box": g.get("slope_box"),

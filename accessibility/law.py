@@ -178,7 +178,8 @@ def survival_n50(capacities) -> float:
 
 
 #: Stops after which a target was still improving (its search ran out of steps): its capacity is a
-#: lower bound. A capacity that reached the record's ``n_max`` is censored too, whatever its stop.
+#: lower bound. A capacity that reached the record's ``n_max`` is censored too, whatever its stop, and
+#: so is one that no failure with the full budget decided (:func:`summarize` with the run's config).
 LOWER_BOUND_STOPS = ("budget",)
 
 
@@ -188,8 +189,9 @@ class MPoint:
 
     ``stops`` counts the records' ``stop`` values (whatever the engine writes: today ``full``,
     ``patience``, ``budget``); ``n_censored`` counts capacities that reached ``n_max``;
-    ``lower_bound`` says that raising the censored and :data:`LOWER_BOUND_STOPS` capacities could move
-    the median, so n_50 is a lower bound. ``n50_logistic`` is :func:`survival_n50`, n_50 under the
+    ``lower_bound`` says that raising the censored, the :data:`LOWER_BOUND_STOPS` and the undecided
+    capacities (no failure with the full budget above them, when the config is known) could move the
+    median, so n_50 is a lower bound. ``n50_logistic`` is :func:`survival_n50`, n_50 under the
     published convention (None where the fit is undefined).
     """
 
@@ -297,7 +299,7 @@ class CramSummary(_Law):
 
     @property
     def lower_bound(self) -> bool:
-        """Whether any n_50 is only a lower bound (censored or budget-stopped targets)."""
+        """Whether any n_50 is only a lower bound (censored, budget-stopped or undecided targets)."""
         return any(p.lower_bound for p in self.points)
 
     def to_json(self) -> dict:
@@ -374,7 +376,7 @@ def _end(value, sign: int) -> float:
 
 def summarize(data, *, d_model: int, vocab_size: int, precision: str | None = None,
               eps: float | None = None, r: float | None = None, confidence: float = 0.95, n_boot: int = 2000,
-              seed: int = 0) -> CramSummary:
+              seed: int = 0, config=None) -> CramSummary:
     """n_50(m) with intervals and stops, the linear law with and without intercept (joint-bootstrap
     slope intervals, :func:`bootstrap_slope`) and the Corollary 4.6 slope
     C = d ln(1 + 2r/ε) / ln|V| (:func:`accessibility.bounds.slope_bound`) at the caller's precision.
@@ -383,6 +385,9 @@ def summarize(data, *, d_model: int, vocab_size: int, precision: str | None = No
     ``capacity`` and, when known, ``stop`` and ``n_max``: the lines of a cramming record log) or a
     mapping {m: [capacity of target 0, 1, ...]} (no stops known). ``precision``/``eps``/``r`` follow
     :mod:`accessibility.precision` (default fp16 relative, for which C does not depend on r).
+    ``config``, the :class:`~accessibility.cramming.CramConfig` of the search that wrote the records,
+    lets a point count as a lower bound on capacities that no failure with the full budget decided
+    (:func:`accessibility.cramming.search_decided`); without it only stops and censoring count.
 
     >>> s = summarize({1: [5, 6, 7], 2: [10, 11, 12], 4: [20, 21, 22]}, d_model=64, vocab_size=16, n_boot=20)
     >>> s.n50, round(s.fit.slope, 6), s.fit.n_points, s.precision
@@ -396,7 +401,7 @@ def summarize(data, *, d_model: int, vocab_size: int, precision: str | None = No
     at_least("number of values of m", len(ms), 1, integer=True)
     targets = sorted({i for recs in by_m.values() for i in recs})
     caps = {m: [by_m[m][i]["capacity"] if i in by_m[m] else math.nan for i in targets] for m in ms}
-    points = tuple(_point(m, list(by_m[m].values()), confidence) for m in ms)
+    points = tuple(_point(m, list(by_m[m].values()), confidence, config) for m in ms)
     fit, fit_origin = [_fit(ms, [p.n50 for p in points], caps, intercept, n_boot, confidence, seed)
                        if len(ms) >= 2 else None for intercept in (True, False)]
     return CramSummary(points=points, fit=fit, fit_origin=fit_origin, confidence=confidence, n_boot=n_boot,
@@ -462,8 +467,11 @@ def run_summary(run, *, targets: int, d_model: int, vocab_size: int) -> CramSumm
     """
     if run.summary is not None:
         return CramSummary.from_json(run.summary)
+    from accessibility.cramming import CramConfig
+
     records = complete_points(run.records, targets)
-    return summarize(records, d_model=d_model, vocab_size=vocab_size) if records else None
+    config = CramConfig(**run.config["config"]["cram"])
+    return summarize(records, d_model=d_model, vocab_size=vocab_size, config=config) if records else None
 
 
 # --- tables of saved runs -----------------------------------------------------------------------
@@ -538,7 +546,9 @@ def confirmations(run):
     the others are certified lower bounds of what confirming them would give), how many searches ran a
     confirming probe, how many capacities it moved up and by how many tokens at most, and n_50 (median
     and :func:`survival_n50`) before the confirmations (:func:`accessibility.cramming.unconfirmed_capacity`)
-    and after. ``run`` is a :func:`accessibility.results.load_run` of ``accessibility cram``.
+    and after. The undecided capacities are split by why: every failure at capacity + 1 stopped before
+    ``max_steps`` (cut short by patience), or one ran ``max_steps`` but from a solution shorter than the
+    capacity (found before the one at capacity). ``run`` is a :func:`accessibility.results.load_run` of ``accessibility cram``.
 
     >>> from accessibility.results import load_run
     >>> table = confirmations(load_run("cram-toy-paper"))
@@ -547,7 +557,7 @@ def confirmations(run):
     """
     import pandas as pd
 
-    from accessibility.cramming import CramConfig, search_decided, unconfirmed_capacity
+    from accessibility.cramming import CramConfig, search_decided, shortest_failure, unconfirmed_capacity
 
     config = CramConfig(**run.config["config"]["cram"])
     rows = []
@@ -555,13 +565,19 @@ def confirmations(run):
         recs = [r for r in run.records if int(r["m"]) == m]
         before = np.array([unconfirmed_capacity(r) for r in recs])
         after = np.array([r["capacity"] for r in recs])
-        rows.append({"m": m, "targets": len(recs),
-                     "decided by a full-budget failure": sum(search_decided(r, config) for r in recs),
+        decided = [search_decided(r, config) for r in recs]
+        longest = [max(p[2] for p in r["probes"] if not p[1] and p[0] == shortest_failure(r["probes"],
+                                                                                            r["capacity_teacher"])[0])
+                   for r, ok in zip(recs, decided) if not ok]   # the longest-running deciding failure
+        short = sum(steps < config.max_steps for steps in longest)
+        rows.append({"m": m, "targets": len(recs), "decided by a full-budget failure": sum(decided),
                      "confirmed": sum(any(len(p) > 4 and p[4] == "confirm" for p in r["probes"])
                                       for r in recs),
                      "moved": int((after > before).sum()), "largest move": int((after - before).max()),
                      "n50 before": float(np.median(before)), "n50 after": float(np.median(after)),
-                     "logistic before": survival_n50(before), "logistic after": survival_n50(after)})
+                     "logistic before": survival_n50(before), "logistic after": survival_n50(after),
+                     "undecided: failure cut short": short,
+                     "undecided: full budget from a shorter solution": len(longest) - short})
     return pd.DataFrame(rows)
 
 
@@ -616,11 +632,14 @@ def _as_records(data) -> list[Mapping]:
     return records
 
 
-def _point(m: int, records: list[Mapping], confidence: float) -> MPoint:
+def _point(m: int, records: list[Mapping], confidence: float, config=None) -> MPoint:
+    from accessibility.cramming import search_decided
+
     caps = np.array([r["capacity"] for r in records], float)
     med = n50(caps, confidence)
     censored = np.array([r.get("n_max") is not None and r["capacity"] >= r["n_max"] for r in records], bool)
-    open_ended = censored | np.array([r.get("stop") in LOWER_BOUND_STOPS for r in records], bool)
+    undecided = [config is not None and "probes" in r and not search_decided(r, config) for r in records]
+    open_ended = censored | np.array([r.get("stop") in LOWER_BOUND_STOPS for r in records], bool) | undecided
     raised = float(np.median(np.where(open_ended, np.inf, caps)))     # every open-ended target unbounded
     stops = dict(sorted(Counter(r["stop"] for r in records if r.get("stop") is not None).items()))
     logistic = survival_n50(caps)

@@ -80,6 +80,25 @@ def test_stops_censoring_and_the_lower_bound_flag():
         law.summarize(mixed, d_model=8, vocab_size=16)
 
 
+def test_an_undecided_capacity_below_the_median_makes_n50_a_lower_bound():
+    """With the search's config, a capacity whose deciding failure ran fewer than max_steps steps is
+    open-ended like a budget stop: below the median it makes n_50 a lower bound, above it does not."""
+    from accessibility.cramming import CramConfig
+
+    config = CramConfig.quick(max_steps=500, patience=150)
+
+    def record(c, failure_steps):
+        probes = [[c, True, 60, "solved", "init"], [c + 1, False, failure_steps, "patience", "warm"]]
+        return {"m": 1, "index": c, "capacity": c, "capacity_teacher": c, "stop": "patience", "n_max": 64,
+                "probes": probes}
+
+    caps = [4, 5, 6, 7, 8]
+    for weak, expected in ((5, True), (7, False)):
+        records = [record(c, 150 if c == weak else 500) for c in caps]
+        assert law.summarize(records, d_model=8, vocab_size=16, n_boot=20, config=config).lower_bound is expected
+        assert not law.summarize(records, d_model=8, vocab_size=16, n_boot=20).lower_bound   # stops alone
+
+
 def test_summary_json_round_trip_is_exact():
     records = _records({1: [4, 5, 6, 7, 8], 2: [9, 10, 11, 20, 20], 4: [19, 21, 22, 23, 20]},
                        {m: ["patience", "budget", "full", "patience", "n_max"] for m in (1, 2, 4)})
@@ -132,7 +151,10 @@ def test_complete_points_of_an_unfinished_run_match_the_finished_summary():
     run = load_run("cram-smollm2-135m-random-tokens")
     finished = law.CramSummary.from_json(run.summary)
     unfinished = [r for r in run.records if r["key"] != "random-tokens/m=2/target=3"]
-    part = law.summarize(law.complete_points(unfinished, 16), d_model=576, vocab_size=49152)
+    from accessibility.cramming import CramConfig
+
+    config = CramConfig(**run.config["config"]["cram"])
+    part = law.summarize(law.complete_points(unfinished, 16), d_model=576, vocab_size=49152, config=config)
     assert part.ms == [1, 3] and finished.ms == [1, 2, 3]
     for m in part.ms:       # the logistic midpoint is a numerical fit: equal to its tolerance
         ours, theirs = part.points[part.ms.index(m)], finished.points[finished.ms.index(m)]
@@ -191,13 +213,20 @@ def test_confirmations_count_what_moved_and_what_is_decided():
     held = {"m": 1, "capacity": 8, "capacity_teacher": 8, "probes": [
         [8, True, 90, "solved", "init"], [9, False, 500, "patience", "confirm"]]}
     weak = {"m": 1, "capacity": 8, "capacity_teacher": 8, "probes": [
-        [8, True, 90, "solved", "init"], [9, False, 150, "patience", "warm"]]}
+        [8, True, 90, "solved", "init"], [12, False, 100, "patience", "warm"], [9, False, 150, "patience", "warm"]]}
     run = SimpleNamespace(config={"config": {"cram": cram}}, records=[moved, held, weak])
     row = law.confirmations(run).iloc[0]
     counted = ["targets", "decided by a full-budget failure", "confirmed", "moved", "largest move"]
     assert row[counted].tolist() == [3, 2, 2, 1, 4]
     assert (row["n50 before"], row["n50 after"]) == (8.0, 8.0)
     assert row["logistic after"] > row["logistic before"]
+    # weak's deciding failure is the one at 9 (150 steps), not the longer one at 12; early's ran the full
+    # budget, but from the solution at 8, before the one at capacity 10 was found
+    early = {"m": 1, "capacity": 10, "capacity_teacher": 10, "probes": [
+        [8, True, 90, "solved", "init"], [12, False, 500, "budget", "warm"], [11, False, 500, "budget", "warm"],
+        [10, True, 200, "solved", "warm"]]}
+    row = law.confirmations(SimpleNamespace(config=run.config, records=[moved, held, weak, early])).iloc[0]
+    assert row[["undecided: failure cut short", "undecided: full budget from a shorter solution"]].tolist() == [1, 1]
 
 
 def test_wilson_interval_is_the_closed_form():

@@ -270,7 +270,7 @@ def run(args, folder) -> dict:
         summary = summarize_own_lengths(records, ms, args.targets, args.n_from, lengths)
     else:
         summary = summarize_protocol(args.protocol, records, lm.info, ms, args.targets, seed=args.seed,
-                                     grid=grid, batch_size=args.batch_size, **precision)
+                                     grid=grid, batch_size=args.batch_size, config=config["cram"], **precision)
     seconds = [r.get("seconds") for r in records]
     summary.update(model=lm.info.name, kind=kind, protocol=args.protocol,
                    compute_seconds=None if None in seconds else sum(seconds), config_hash=config_hash(config))
@@ -316,9 +316,9 @@ def covers(new: dict, old: dict) -> bool:
 
 
 def summarize_protocol(protocol: str, records, info, ms, count: int, *, seed: int, grid, batch_size: int,
-                       **precision) -> dict:
+                       config=None, **precision) -> dict:
     """The summary of one protocol's records: the search's :class:`~accessibility.law.CramSummary`
-    (with each target's capacity), or the published protocol's :class:`~accessibility.law.PointsSummary`
+    (with each target's capacity; ``config``, the search's CramConfig, flags undecided capacities), or the published protocol's :class:`~accessibility.law.PointsSummary`
     (with the grid and the cost model), as JSON; both say how many targets per m are complete (a
     sweep split across processes is complete once every rank has run)."""
     from accessibility.cramming import capacities_by_m, points_by_m
@@ -328,7 +328,7 @@ def summarize_protocol(protocol: str, records, info, ms, count: int, *, seed: in
     done = {"targets_done": {str(m): len({r["index"] for r in records if r["m"] == m}) for m in ms},
             "targets": count}
     if protocol == "search":
-        law = summarize(records, seed=seed, **model)
+        law = summarize(records, seed=seed, config=config, **model)
         return {**law.to_json(), "capacities": capacities_by_m(records), **done}
     cost = PUBLISHED_COST if batch_size == 1 else \
         f"batched ({batch_size} runs per forward pass): not the published cost model"
