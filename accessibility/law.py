@@ -548,7 +548,8 @@ def confirmations(run):
     and :func:`survival_n50`) before the confirmations (:func:`accessibility.cramming.unconfirmed_capacity`)
     and after. The undecided capacities are split by why: every failure at capacity + 1 stopped before
     ``max_steps`` (cut short by patience), or one ran ``max_steps`` but from a solution shorter than the
-    capacity (found before the one at capacity). ``run`` is a :func:`accessibility.results.load_run` of ``accessibility cram``.
+    capacity (found before the one at capacity). ``run`` is a :func:`accessibility.results.load_run`
+    of ``accessibility cram``.
 
     >>> from accessibility.results import load_run
     >>> table = confirmations(load_run("cram-toy-paper"))

@@ -95,7 +95,8 @@ def test_an_undecided_capacity_below_the_median_makes_n50_a_lower_bound():
     caps = [4, 5, 6, 7, 8]
     for weak, expected in ((5, True), (7, False)):
         records = [record(c, 150 if c == weak else 500) for c in caps]
-        assert law.summarize(records, d_model=8, vocab_size=16, n_boot=20, config=config).lower_bound is expected
+        with_config = law.summarize(records, d_model=8, vocab_size=16, n_boot=20, config=config)
+        assert with_config.lower_bound is expected
         assert not law.summarize(records, d_model=8, vocab_size=16, n_boot=20).lower_bound   # stops alone
 
 
@@ -213,7 +214,8 @@ def test_confirmations_count_what_moved_and_what_is_decided():
     held = {"m": 1, "capacity": 8, "capacity_teacher": 8, "probes": [
         [8, True, 90, "solved", "init"], [9, False, 500, "patience", "confirm"]]}
     weak = {"m": 1, "capacity": 8, "capacity_teacher": 8, "probes": [
-        [8, True, 90, "solved", "init"], [12, False, 100, "patience", "warm"], [9, False, 150, "patience", "warm"]]}
+        [8, True, 90, "solved", "init"], [12, False, 100, "patience", "warm"],
+        [9, False, 150, "patience", "warm"]]}
     run = SimpleNamespace(config={"config": {"cram": cram}}, records=[moved, held, weak])
     row = law.confirmations(run).iloc[0]
     counted = ["targets", "decided by a full-budget failure", "confirmed", "moved", "largest move"]
@@ -223,10 +225,11 @@ def test_confirmations_count_what_moved_and_what_is_decided():
     # weak's deciding failure is the one at 9 (150 steps), not the longer one at 12; early's ran the full
     # budget, but from the solution at 8, before the one at capacity 10 was found
     early = {"m": 1, "capacity": 10, "capacity_teacher": 10, "probes": [
-        [8, True, 90, "solved", "init"], [12, False, 500, "budget", "warm"], [11, False, 500, "budget", "warm"],
-        [10, True, 200, "solved", "warm"]]}
+        [8, True, 90, "solved", "init"], [12, False, 500, "budget", "warm"],
+        [11, False, 500, "budget", "warm"], [10, True, 200, "solved", "warm"]]}
     row = law.confirmations(SimpleNamespace(config=run.config, records=[moved, held, weak, early])).iloc[0]
-    assert row[["undecided: failure cut short", "undecided: full budget from a shorter solution"]].tolist() == [1, 1]
+    why = ["undecided: failure cut short", "undecided: full budget from a shorter solution"]
+    assert row[why].tolist() == [1, 1]
 
 
 def test_wilson_interval_is_the_closed_form():

@@ -270,7 +270,8 @@ def run(args, folder) -> dict:
         summary = summarize_own_lengths(records, ms, args.targets, args.n_from, lengths)
     else:
         summary = summarize_protocol(args.protocol, records, lm.info, ms, args.targets, seed=args.seed,
-                                     grid=grid, batch_size=args.batch_size, config=config["cram"], **precision)
+                                     grid=grid, batch_size=args.batch_size, config=config["cram"],
+                                     **precision)
     seconds = [r.get("seconds") for r in records]
     summary.update(model=lm.info.name, kind=kind, protocol=args.protocol,
                    compute_seconds=None if None in seconds else sum(seconds), config_hash=config_hash(config))
@@ -318,9 +319,10 @@ def covers(new: dict, old: dict) -> bool:
 def summarize_protocol(protocol: str, records, info, ms, count: int, *, seed: int, grid, batch_size: int,
                        config=None, **precision) -> dict:
     """The summary of one protocol's records: the search's :class:`~accessibility.law.CramSummary`
-    (with each target's capacity; ``config``, the search's CramConfig, flags undecided capacities), or the published protocol's :class:`~accessibility.law.PointsSummary`
-    (with the grid and the cost model), as JSON; both say how many targets per m are complete (a
-    sweep split across processes is complete once every rank has run)."""
+    (with each target's capacity; ``config``, the search's CramConfig, flags undecided capacities),
+    or the published protocol's :class:`~accessibility.law.PointsSummary` (with the grid and the cost
+    model), as JSON; both say how many targets per m are complete (a sweep split across processes is
+    complete once every rank has run)."""
     from accessibility.cramming import capacities_by_m, points_by_m
     from accessibility.law import summarize, summarize_points
 
