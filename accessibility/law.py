@@ -594,6 +594,26 @@ def wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
     return float(ci.low), float(ci.high)
 
 
+def mcnemar(a: Mapping, b: Mapping) -> tuple[int, int, float]:
+    """Exact McNemar test of two settings run on the same targets: ``a`` and ``b`` map each target to
+    whether its run succeeded. Returns how many targets only ``a`` solves, how many only ``b`` solves,
+    and the two-sided p-value of "each is as likely as the other" (a binomial test on those pairs; 1.0
+    without any).
+
+    >>> mcnemar({0: True, 1: True, 2: False, 3: True}, {0: False, 1: False, 2: False, 3: True})
+    (2, 0, 0.5)
+    """
+    from scipy.stats import binomtest
+
+    if set(a) != set(b):
+        raise InputError(f"mcnemar needs the same targets on both sides; only in one: "
+                         f"{sorted(set(a) ^ set(b))}")
+    only_a = sum(bool(a[k]) and not b[k] for k in a)
+    only_b = sum(bool(b[k]) and not a[k] for k in a)
+    p = binomtest(min(only_a, only_b), only_a + only_b).pvalue if only_a + only_b else 1.0
+    return only_a, only_b, float(p)
+
+
 def solved(records, by=("m", "n"), teacher: bool = False, confidence: float = 0.95):
     """Fixed-length runs counted per group (a DataFrame, one row per value of ``by``): runs, how many
     succeeded with their Wilson interval, the mean optimiser steps, and how many runs met a non-finite

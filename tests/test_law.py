@@ -232,6 +232,20 @@ def test_confirmations_count_what_moved_and_what_is_decided():
     assert row[why].tolist() == [1, 1]
 
 
+def test_mcnemar_is_the_exact_binomial_sum_over_discordant_pairs():
+    """p = min(1, 2·Σ_{k<=min} C(n, k)/2^n) over the n discordant targets, against math.comb."""
+    from math import comb
+
+    for only_a, only_b, both, neither in [(8, 1, 5, 2), (3, 3, 0, 10), (0, 4, 1, 1), (0, 0, 6, 6)]:
+        flags = [(1, 0)] * only_a + [(0, 1)] * only_b + [(1, 1)] * both + [(0, 0)] * neither
+        a, b = ({i: bool(f[j]) for i, f in enumerate(flags)} for j in (0, 1))
+        n, k = only_a + only_b, min(only_a, only_b)
+        expected = min(1.0, 2 * sum(comb(n, i) for i in range(k + 1)) / 2**n) if n else 1.0
+        assert law.mcnemar(a, b) == (only_a, only_b, pytest.approx(expected, rel=1e-12))
+    with pytest.raises(InputError, match="same targets"):
+        law.mcnemar({0: True}, {1: True})
+
+
 def test_wilson_interval_is_the_closed_form():
     """scipy's Wilson interval against the formula (p + z²/2n ± z√(p(1-p)/n + z²/4n²)) / (1 + z²/n)."""
     from scipy.stats import norm
