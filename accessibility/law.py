@@ -567,9 +567,10 @@ def confirmations(run):
         before = np.array([unconfirmed_capacity(r) for r in recs])
         after = np.array([r["capacity"] for r in recs])
         decided = [search_decided(r, config) for r in recs]
-        longest = [max(p[2] for p in r["probes"] if not p[1] and p[0] == shortest_failure(r["probes"],
-                                                                                            r["capacity_teacher"])[0])
-                   for r, ok in zip(recs, decided) if not ok]   # the longest-running deciding failure
+        longest = []     # per undecided capacity, the most steps a failure at its deciding length ran
+        for r in (r for r, ok in zip(recs, decided) if not ok):
+            hi, _ = shortest_failure(r["probes"], r["capacity_teacher"])
+            longest.append(max(p[2] for p in r["probes"] if not p[1] and p[0] == hi))
         short = sum(steps < config.max_steps for steps in longest)
         rows.append({"m": m, "targets": len(recs), "decided by a full-budget failure": sum(decided),
                      "confirmed": sum(any(len(p) > 4 and p[4] == "confirm" for p in r["probes"])
