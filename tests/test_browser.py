@@ -151,9 +151,21 @@ def _ids(file: Path) -> frozenset[str]:
     return frozenset(re.findall(r'\bid="([^"]+)"', file.read_text(errors="replace")))
 
 
+def _open(driver, url: str) -> None:
+    """Show ``url`` and wait until it is the loaded document: on a busy machine ``get`` has returned
+    before the new page ran its first script (a check then saw no ``window.MathJax``, which every
+    page with math sets in its head)."""
+    from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    driver.get(url)
+    WebDriverWait(driver, 60, ignored_exceptions=(WebDriverException,)).until(
+        lambda d: d.execute_script("return document.readyState === 'complete' && location.href") == url)
+
+
 def check_page(driver, url: str, base: str, root: Path) -> list[str]:
     """Everything wrong with the page at ``url`` (served from ``root`` at ``base``), as sentences."""
-    driver.get(url)
+    _open(driver, url)
     problems = []
     mathjax = driver.execute_async_script(WAIT_FOR_MATHJAX)
     page = driver.execute_script(INSPECT)
