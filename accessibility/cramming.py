@@ -225,7 +225,8 @@ class CramResult:
     run again to rebuild the [mem] of a record saved without it before its search was extended
     (:meth:`_Slots.reopen`; empty otherwise). ``steps`` counts the optimiser steps of all probes and
     replays; ``nonfinite`` the steps whose loss was not finite. ``mem`` (m, d_model) is the snapshot
-    that solved ``capacity_teacher`` (the initial [mem] if none did).
+    that solved ``capacity_teacher`` (the initial [mem] if none did; the longest solution rebuilt when
+    the replays failed to rebuild it, :func:`chain_broken`).
     """
 
     index: int
@@ -489,7 +490,10 @@ class _Slots:
         whose deciding failure lacked the full budget (:func:`search_decided` False). With the
         record's [mem] the confirming probe starts at once; without it, the solved probes are first
         run again in order (``replay``, each from the previous one's solution as in the search, for
-        the full budget), which on one CPU thread in float32 rebuilds that [mem] bitwise."""
+        the full budget), which on one CPU thread in float32 rebuilds that [mem] bitwise when this
+        version's batching wrote the record (tested). Older records are rebuilt only approximately: a
+        replay may fail where the original solved (:func:`chain_broken`), and the search then goes on
+        from the longest solution rebuilt while the record keeps its certified capacity."""
         self.probes[s] = upgrade_probes(record["probes"], config.warm_start)
         self.total[s], self.lo[s] = int(record["steps"]), int(record["capacity_teacher"])
         self.hi[s], self.hi_end[s] = shortest_failure(self.probes[s], self.lo[s])
@@ -580,7 +584,7 @@ def cram(lm, targets: torch.Tensor, m: int, config: CramConfig, *, seed: int = 0
             bar.set_postfix(passes=passes, longest_probe=int(slots.length.max()))
         for s in _step(lm, slots, config, prefix, given, dtype):
             k = slots.owner[s]
-            results[k] = _finish(lm, slots, s, indices[k], m, config, prefix, given)
+            results[k] = _finish(lm, slots, s, indices[k], m, config, prefix, given, reopen.get(indices[k]))
             slots.owner[s] = None
             bar.update(1)
             if on_result is not None:
@@ -641,8 +645,8 @@ def _end_probe(slots: _Slots, s: int, mem, end: str, config: CramConfig) -> bool
         slots.replays[s].append([length, end == "solved", steps, end])
         if end == "solved":
             slots.lo_mem[s], slots.has_mem[s] = mem, True
-        else:                        # the chain is broken: go on from the longest solution rebuilt
-            slots.replay[s] = []
+        else:                        # the chain is broken (chain_broken): go on from the longest
+            slots.replay[s] = []     # solution rebuilt; the record keeps its certified capacity
         if slots.replay[s]:
             slots.start_probe(s, slots.replay[s].pop(0), "replay", config)
             return False
@@ -728,20 +732,49 @@ def unconfirmed_capacity(record: Mapping) -> int:
     return int(record["capacity"]) if first is None else int(first[0]) - 1
 
 
+def chain_broken(record: Mapping) -> bool:
+    """Whether the replays of an extended record failed to rebuild its solution at capacity (a replay
+    ran ``max_steps`` steps without solving a length the record had solved): its confirming probe then
+    started from a shorter solution, and :func:`sweep` does not extend it again.
+
+    >>> chain_broken({"replays": [[8, True, 57, "solved"], [15, False, 500, "patience"]]})
+    True
+    """
+    return any(not r[1] for r in record.get("replays", []))
+
+
 def search_decided(record: Mapping, config: CramConfig) -> bool:
-    """Whether a saved search record is final under ``config`` (:func:`decided`); records of a
-    search that closed on a failure without the full budget are extended by :func:`sweep`."""
+    """Whether a saved search record's capacity is decided under ``config`` (:func:`decided`): records
+    of a search that closed on a failure without the full budget are extended by :func:`sweep`. A
+    record whose replays broke (:func:`chain_broken`) is decided only once a confirming probe solved
+    beyond its capacity (a solution longer than the one lost, from which the search went on).
+
+    >>> cfg = CramConfig.quick(max_steps=500)
+    >>> probes = [[8, True, 90, "solved", "init"], [9, False, 150, "patience", "warm"],
+    ...           [9, False, 500, "patience", "confirm"]]
+    >>> record = {"probes": probes, "capacity_teacher": 8, "replays": [[8, True, 88, "solved"]]}
+    >>> search_decided(record, cfg), search_decided({**record, "replays": [[8, False, 500, "budget"]]}, cfg)
+    (True, False)
+    """
     probes = upgrade_probes(record["probes"], config.warm_start)
+    if chain_broken(record) and not any(p[1] and p[4] == "confirm" for p in probes):
+        return False
     lo = int(record["capacity_teacher"])
     return decided(probes, lo, shortest_failure(probes, lo)[0], config)
 
 
-def _finish(lm, slots: _Slots, s: int, index: int, m: int, config: CramConfig, prefix, given) -> CramResult:
-    """The search of slot ``s`` as a certified result."""
+def _finish(lm, slots: _Slots, s: int, index: int, m: int, config: CramConfig, prefix, given,
+            extended: Mapping | None = None) -> CramResult:
+    """The search of slot ``s`` as a certified result. A search that ``extended`` a saved record keeps
+    that record's capacity and certificate where they are longer than what its own [mem] generates
+    (the replays could not rebuild the record's solution: :func:`chain_broken`)."""
     teacher = slots.lo[s]
     cert = certify(lm, slots.lo_mem[s], slots.targets[s], teacher, prefix, given, config.prefix_position)
+    capacity = given + cert["matched"]
+    if extended is not None and int(extended["capacity"]) > capacity:
+        capacity, cert = int(extended["capacity"]), extended["certificate"]
     stop = "full" if slots.hi[s] is None else slots.hi_end[s]
-    return CramResult(index=index, m=m, capacity=given + cert["matched"], capacity_teacher=teacher,
+    return CramResult(index=index, m=m, capacity=capacity, capacity_teacher=teacher,
                       n_max=config.n_max, steps=slots.total[s], stop=stop, probes=slots.probes[s],
                       replays=slots.replays[s], nonfinite=int(slots.nonfinite[s]),
                       mem=slots.lo_mem[s].cpu().numpy().copy(), certificate=cert)
@@ -883,7 +916,8 @@ def sweep(lm, kind: str, ms: Sequence[int], count: int, config: CramConfig, *, p
     record whose deciding failure lacked the full budget (:func:`search_decided`; records written
     before confirmations existed) is extended instead: its confirming probe runs, the search goes on
     if it succeeds, and the extended record replaces it in the log (which keeps both lines; its
-    ``seconds`` include the first record's).
+    ``seconds`` include the first record's). A record whose replays could not rebuild its solution
+    (:func:`chain_broken`) is not extended again.
     ``shard=(rank, world)`` keeps the targets with ``index % world == rank`` (no communication
     between ranks: each writes its own log; a later sweep over all logs merges them).
     ``inflight`` (an :class:`~accessibility.results.Inflight`) keeps the state of the searches in
@@ -904,7 +938,8 @@ def sweep(lm, kind: str, ms: Sequence[int], count: int, config: CramConfig, *, p
     mine = [i for i in range(count) if i % world == rank]
     targets = make_targets(lm, kind, count, target_length(config, protocol, grid), seed=seed)
     found = {r["key"]: r for r in latest([*known, *(log or [])])}
-    final = lambda key: key in found and ("n" in found[key] or search_decided(found[key], config))
+    final = lambda key: key in found and ("n" in found[key] or search_decided(found[key], config)
+                                          or chain_broken(found[key]))
 
     def keep(m: int, n: int | None):
         def write(r: CramResult):

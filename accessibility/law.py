@@ -547,8 +547,10 @@ def confirmations(run):
     confirming probe, how many capacities it moved up and by how many tokens at most, and n_50 (median
     and :func:`survival_n50`) before the confirmations (:func:`accessibility.cramming.unconfirmed_capacity`)
     and after. The undecided capacities are split by why: every failure at capacity + 1 stopped before
-    ``max_steps`` (cut short by patience), or one ran ``max_steps`` but from a solution shorter than the
-    capacity (found before the one at capacity). ``run`` is a :func:`accessibility.results.load_run`
+    ``max_steps`` (cut short by patience), one ran ``max_steps`` but from a solution shorter than the
+    capacity (found before the one at capacity), or the replays of a record saved without its [mem]
+    could not rebuild its solution (:func:`accessibility.cramming.chain_broken`; its confirming probe
+    started from a shorter one). ``run`` is a :func:`accessibility.results.load_run`
     of ``accessibility cram``.
 
     >>> from accessibility.results import load_run
@@ -558,7 +560,8 @@ def confirmations(run):
     """
     import pandas as pd
 
-    from accessibility.cramming import CramConfig, search_decided, shortest_failure, unconfirmed_capacity
+    from accessibility.cramming import (CramConfig, chain_broken, search_decided, shortest_failure,
+                                        unconfirmed_capacity)
 
     config = CramConfig(**run.config["config"]["cram"])
     rows = []
@@ -567,8 +570,9 @@ def confirmations(run):
         before = np.array([unconfirmed_capacity(r) for r in recs])
         after = np.array([r["capacity"] for r in recs])
         decided = [search_decided(r, config) for r in recs]
-        longest = []     # per undecided capacity, the most steps a failure at its deciding length ran
-        for r in (r for r, ok in zip(recs, decided) if not ok):
+        lost = sum(chain_broken(r) and not ok for r, ok in zip(recs, decided))
+        longest = []     # per other undecided capacity, the most steps a failure at its deciding length ran
+        for r in (r for r, ok in zip(recs, decided) if not ok and not chain_broken(r)):
             hi, _ = shortest_failure(r["probes"], r["capacity_teacher"])
             longest.append(max(p[2] for p in r["probes"] if not p[1] and p[0] == hi))
         short = sum(steps < config.max_steps for steps in longest)
@@ -579,7 +583,8 @@ def confirmations(run):
                      "n50 before": float(np.median(before)), "n50 after": float(np.median(after)),
                      "logistic before": survival_n50(before), "logistic after": survival_n50(after),
                      "undecided: failure cut short": short,
-                     "undecided: full budget from a shorter solution": len(longest) - short})
+                     "undecided: full budget from a shorter solution": len(longest) - short,
+                     "undecided: solution at capacity not rebuilt": lost})
     return pd.DataFrame(rows)
 
 

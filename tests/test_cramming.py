@@ -243,6 +243,30 @@ def test_a_sweep_extends_old_records_and_keeps_them(toy64, tmp_path, monkeypatch
     assert sorted(r["key"] for r in RecordLog(path)) == sorted(r["key"] for r in out)
 
 
+def test_a_record_whose_solution_is_not_rebuilt_keeps_its_capacity_undecided(toy64, tmp_path, monkeypatch):
+    """An old record claims a solution (here forged at n_max - 1) that its replays cannot rebuild in
+    max_steps: the extended record keeps the claimed capacity and its certificate, counts as undecided
+    (its confirming probe started from a shorter solution), and a later sweep does not extend it again."""
+    cfg = replace(SMALL, max_steps=20)
+    targets = make_targets(toy64, "random-tokens", 1, cfg.n_max, seed=5)
+    _, records = _before_confirmations(monkeypatch, lambda: cr.cram(toy64, targets, 1, cfg, seed=5))
+    rec, claimed = records[0], cfg.n_max - 1
+    cert = {"generated": targets[0, 1:claimed].tolist(), "matched": claimed - 1, "ok": True}
+    rec.update(probes=[p for p in rec["probes"] if p[1]] + [[claimed, True, 19, "solved"],
+                                                           [cfg.n_max, False, 15, "patience"]],
+               capacity=claimed, capacity_teacher=claimed, certificate=cert, stop="patience")
+    path = tmp_path / "records.jsonl"
+    RecordLog(path).append({"key": cr.record_key("random-tokens", 1, 0), "kind": "random-tokens",
+                            "model": "toy", **rec, "seconds": 1.0})
+    run = lambda: cr.sweep(toy64, "random-tokens", [1], 1, cfg, seed=5, log=RecordLog(path, timed=True))
+    [out] = run()
+    assert cr.chain_broken(out) and out["replays"][-1][:2] == [claimed, False]
+    assert (out["capacity"], out["certificate"]) == (claimed, cert)
+    assert out["probes"][-1][4] == "confirm" and not cr.search_decided(out, cfg)
+    lines = path.read_text().splitlines()
+    assert len(lines) == 2 and run() == [out] and path.read_text().splitlines() == lines
+
+
 # --- batching, certification, layout -----------------------------------------------------------
 
 
