@@ -570,9 +570,10 @@ def confirmations(run):
         before = np.array([unconfirmed_capacity(r) for r in recs])
         after = np.array([r["capacity"] for r in recs])
         decided = [search_decided(r, config) for r in recs]
-        lost = sum(chain_broken(r) and not ok for r, ok in zip(recs, decided))
+        undecided = [r for r, ok in zip(recs, decided) if not ok]
+        lost = sum(map(chain_broken, undecided))
         longest = []     # per other undecided capacity, the most steps a failure at its deciding length ran
-        for r in (r for r, ok in zip(recs, decided) if not ok and not chain_broken(r)):
+        for r in (r for r in undecided if not chain_broken(r)):
             hi, _ = shortest_failure(r["probes"], r["capacity_teacher"])
             longest.append(max(p[2] for p in r["probes"] if not p[1] and p[0] == hi))
         short = sum(steps < config.max_steps for steps in longest)
