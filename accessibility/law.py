@@ -601,6 +601,27 @@ def wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
     return float(ci.low), float(ci.high)
 
 
+def against_half(solved: int, runs: int, of: int, confidence: float = 0.95) -> str:
+    """Where a share of ``of`` targets lies against one half, from ``runs`` finished runs of which
+    ``solved`` succeeded: ``"above"`` or ``"below"`` when the Wilson interval excludes 1/2 however the
+    ``of - runs`` unfinished runs end (the worst case: every one fails, or every one succeeds),
+    ``"contains"`` when every run has finished and the interval holds 1/2, else ``"open"``.
+
+    >>> against_half(14, 16, 16), against_half(12, 12, 16), against_half(9, 9, 16), against_half(8, 16, 16)
+    ('above', 'above', 'open', 'contains')
+    """
+    if not 0 <= solved <= runs <= of or of < 1:
+        raise InputError(f"against_half needs 0 <= solved <= runs <= of and of >= 1; got solved={solved}, "
+                         f"runs={runs}, of={of}")
+    low = wilson(solved, of, confidence)[0]
+    high = wilson(solved + of - runs, of, confidence)[1]
+    if low > 0.5:
+        return "above"
+    if high < 0.5:
+        return "below"
+    return "contains" if runs == of else "open"
+
+
 def mcnemar(a: Mapping, b: Mapping) -> tuple[int, int, float]:
     """Exact McNemar test of two settings run on the same targets: ``a`` and ``b`` map each target to
     whether its run succeeded. Returns how many targets only ``a`` solves, how many only ``b`` solves,

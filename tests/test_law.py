@@ -246,6 +246,19 @@ def test_mcnemar_is_the_exact_binomial_sum_over_discordant_pairs():
         law.mcnemar({0: True}, {1: True})
 
 
+def test_a_verdict_against_one_half_holds_for_every_way_the_unfinished_runs_can_end():
+    of = 16
+    for runs in range(of + 1):
+        for solved in range(runs + 1):
+            ends = [law.wilson(solved + extra, of) for extra in range(of - runs + 1)]   # every ending
+            expected = ("above" if all(low > 0.5 for low, _ in ends) else
+                        "below" if all(high < 0.5 for _, high in ends) else
+                        "contains" if runs == of else "open")
+            assert law.against_half(solved, runs, of) == expected, (solved, runs)
+    with pytest.raises(InputError, match="solved <= runs <= of"):
+        law.against_half(5, 4, 16)
+
+
 def test_wilson_interval_is_the_closed_form():
     """scipy's Wilson interval against the formula (p + z²/2n ± z√(p(1-p)/n + z²/4n²)) / (1 + z²/n)."""
     from scipy.stats import norm
