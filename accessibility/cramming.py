@@ -45,9 +45,12 @@ capacities and points into accessibility curves, n_50(m) and the linear law.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import os
+import signal
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -530,6 +533,39 @@ def initial_mem(index: int, m: int, d: int, std: float, seed: int) -> torch.Tens
     return torch.randn(m, d, generator=torch_generator(seed, INIT_STREAM, index, m)) * std
 
 
+class _HeldSignals:
+    """SIGINT and SIGTERM received during a search, held until the pass in flight ends; a second
+    one stops at once (see :func:`_held_signals`)."""
+
+    def __init__(self):
+        self.signal: int | None = None
+
+    def __call__(self, signum, frame):
+        if self.signal is not None:
+            raise KeyboardInterrupt(f"stopped by a second {signal.Signals(signum).name}")
+        self.signal = signum
+
+
+@contextlib.contextmanager
+def _held_signals():
+    """Hold Ctrl-C (SIGINT) and SIGTERM while searches run, so that :func:`cram` stops between two
+    passes, saves its states there and raises KeyboardInterrupt: an interrupted run loses nothing.
+    Outside the main thread (where Python cannot set handlers) the signals keep their handlers.
+    A signal held when the searches end raises as they end."""
+    held = _HeldSignals()
+    if threading.current_thread() is not threading.main_thread():
+        yield held
+        return
+    before = {sig: signal.signal(sig, held) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield held
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+    if held.signal is not None:
+        raise KeyboardInterrupt(f"stopped by {signal.Signals(held.signal).name} as the searches ended")
+
+
 def cram(lm, targets: torch.Tensor, m: int, config: CramConfig, *, seed: int = 0,
          indices: Sequence[int] | None = None, batch_size: int = 16, progress: bool = False,
          on_result: Callable[[CramResult], None] | None = None, resume: Mapping[int, dict] | None = None,
@@ -547,7 +583,9 @@ def cram(lm, targets: torch.Tensor, m: int, config: CramConfig, *, seed: int = 0
     search loses at most the passes since its last checkpoint, and (on one CPU thread in float32)
     ends exactly as an uninterrupted one. ``reopen`` ({index: record}) extends finished search
     records whose deciding failure lacked the full budget (:meth:`_Slots.reopen`); a state in
-    ``resume`` takes precedence (it is the later one).
+    ``resume`` takes precedence (it is the later one). Ctrl-C or SIGTERM stops the searches between
+    two passes, after ``on_checkpoint`` has saved them, with KeyboardInterrupt (a second one stops
+    at once).
     """
     at_least("m", m, 1, integer=True)
     at_least("batch_size", batch_size, 1, integer=True)
@@ -566,29 +604,36 @@ def cram(lm, targets: torch.Tensor, m: int, config: CramConfig, *, seed: int = 0
     every = CHECKPOINT_SECONDS if checkpoint_seconds is None else checkpoint_seconds
     bar = tqdm(total=len(targets), desc=f"cram m={m}", disable=not progress, leave=False)
     passes, saved = 0, time.monotonic()
-    while pending or any(o is not None for o in slots.owner):
-        for s in range(len(slots.owner)):
-            if slots.owner[s] is None and pending:
-                k = pending.pop(0)
-                mem0 = initial_mem(indices[k], m, d, std, seed).to(device)
-                slots.fill(s, k, targets[k, :config.n_max].to(device), mem0, config, given)
-                if indices[k] in resume:
-                    slots.restore(s, resume[indices[k]], config)
-                elif indices[k] in reopen:
-                    slots.reopen(s, reopen[indices[k]], config)
-        if on_checkpoint is not None and time.monotonic() - saved >= every:
-            on_checkpoint({indices[o]: slots.snapshot(s) for s, o in enumerate(slots.owner) if o is not None})
-            saved = time.monotonic()
-        passes += 1
-        if progress and passes % PROGRESS_EVERY == 0:
-            bar.set_postfix(passes=passes, longest_probe=int(slots.length.max()))
-        for s in _step(lm, slots, config, prefix, given, dtype):
-            k = slots.owner[s]
-            results[k] = _finish(lm, slots, s, indices[k], m, config, prefix, given, reopen.get(indices[k]))
-            slots.owner[s] = None
-            bar.update(1)
-            if on_result is not None:
-                on_result(results[k])
+    with _held_signals() as held:
+        while pending or any(o is not None for o in slots.owner):
+            for s in range(len(slots.owner)):
+                if slots.owner[s] is None and pending:
+                    k = pending.pop(0)
+                    mem0 = initial_mem(indices[k], m, d, std, seed).to(device)
+                    slots.fill(s, k, targets[k, :config.n_max].to(device), mem0, config, given)
+                    if indices[k] in resume:
+                        slots.restore(s, resume[indices[k]], config)
+                    elif indices[k] in reopen:
+                        slots.reopen(s, reopen[indices[k]], config)
+            stop = held.signal is not None
+            if on_checkpoint is not None and (stop or time.monotonic() - saved >= every):
+                on_checkpoint({indices[o]: slots.snapshot(s)
+                               for s, o in enumerate(slots.owner) if o is not None})
+                saved = time.monotonic()
+            if stop:
+                bar.close()
+                raise KeyboardInterrupt(f"stopped by {signal.Signals(held.signal).name} between two passes")
+            passes += 1
+            if progress and passes % PROGRESS_EVERY == 0:
+                bar.set_postfix(passes=passes, longest_probe=int(slots.length.max()))
+            for s in _step(lm, slots, config, prefix, given, dtype):
+                k = slots.owner[s]
+                results[k] = _finish(lm, slots, s, indices[k], m, config, prefix, given,
+                                     reopen.get(indices[k]))
+                slots.owner[s] = None
+                bar.update(1)
+                if on_result is not None:
+                    on_result(results[k])
     bar.close()
     return results
 

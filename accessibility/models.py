@@ -477,8 +477,14 @@ def load_gemma_270m_random(*, norm_weight: float = 1.0, seed: int = 0, dtype: to
         real_token_ids=tuple(range(config.vocab_size)), bos_token_id=config.bos_token_id,
         prefix_token_id=None, context_length=config.max_position_embeddings, dtype=dtype, source="config")
     if tokenizer is None:
-        tokenizer = gemma_wheel_installed() and config.vocab_size == GEMMA_VOCAB_SIZE
+        tokenizer = _random_gemma_has_tokenizer(config)
     return LoadedModel(model=model, tokenizer=_gemma_tokenizer() if tokenizer else None, info=info)
+
+
+def _random_gemma_has_tokenizer(config) -> bool:
+    """Whether the untrained Gemma-3-270m of ``config`` gets the trained tokenizer by default: where
+    the Gemma extra is installed and the vocabulary is the trained one's."""
+    return gemma_wheel_installed() and config.vocab_size == GEMMA_VOCAB_SIZE
 
 
 def _gemma_tokenizer():
@@ -571,9 +577,9 @@ def model_facts(name: str, *, allow_download: bool = False) -> ModelFacts:
     if key == "toy":
         return ModelFacts(TOY_VOCAB, TOY_CONTEXT, tokenizer=False)
     if key == "gemma-3-270m-random":
-        config = gemma_270m_config()      # the trained tokenizer where the extra is there, as loading gives
+        config = gemma_270m_config()
         return ModelFacts(config.vocab_size, config.max_position_embeddings,
-                          tokenizer=gemma_wheel_installed())
+                          tokenizer=_random_gemma_has_tokenizer(config))
     source = _pretrained_source(name, key)
     try:
         config = AutoConfig.from_pretrained(source, local_files_only=not allow_download)

@@ -176,3 +176,31 @@ def test_a_narrower_resume_prints_its_view_and_keeps_the_wider_summary(tmp_path,
     assert "--targets 1" not in run.command and len(run.records) == 4
     assert main([*ARGS, "--save", folder, "--m", "1"]) == 0            # the text says so too
     assert "summary.json kept" in capsys.readouterr().out
+
+
+def test_ctrl_c_prints_one_line_and_the_same_command_resumes(tmp_path, capsys, monkeypatch):
+    """Ctrl-C in mid-search: exit status 130 and one line on stderr (no traceback); the same command
+    then finishes the run with the records of an uninterrupted one."""
+    import signal
+
+    from accessibility import cramming
+
+    reference = _run(capsys, "--save", str(tmp_path / "whole"))
+    passes, real_step = [], cramming._step
+
+    def step(*args):
+        passes.append(1)
+        if len(passes) == 30:
+            signal.raise_signal(signal.SIGINT)
+        return real_step(*args)
+
+    monkeypatch.setattr(cramming, "_step", step)
+    folder = str(tmp_path / "run")
+    assert main([*ARGS, "--save", folder, "--json"]) == 130
+    out, err = capsys.readouterr()
+    assert out == "" and err == "accessibility cram: interrupted; what it saved is kept, and the same " \
+        "command resumes it\n"
+    assert (tmp_path / "run" / "inflight.json").exists()
+    again = _run(capsys, "--save", folder)
+    assert len(passes) > 30 and again["capacities"] == reference["capacities"]
+    assert len(load_run(folder).records) == len(load_run(tmp_path / "whole").records)   # none twice

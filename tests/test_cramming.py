@@ -3,6 +3,7 @@ time, exact per-row AdamW, frozen weights, certified successes, the published pr
 sharded sweeps, target kinds and the prefix token (toy model and stub models, seconds)."""
 
 import json
+import signal
 import warnings
 from dataclasses import replace
 
@@ -549,6 +550,31 @@ def test_an_interrupted_search_resumes_from_its_checkpoint_bitwise(toy, tmp_path
     assert len(passes) == total - 24 and _outcome(again) == _outcome(reference[:1])
     with pytest.raises(InputError, match="saved cramming state"):
         cr.cram(toy, one, 3, cfg, resume=state, **kw)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_stops_between_two_passes_and_saves_first(toy, sig):
+    """A signal in mid-search is held until the pass in flight ends; the searches are saved there and
+    then stop with KeyboardInterrupt. Resumed from that save, they end exactly as uninterrupted ones,
+    and the handlers in place before are back."""
+    cfg = replace(SMALL, n_start=2, growth=2.0, n_max=16)
+    targets = random_targets(toy.info.real_token_ids, 3, cfg.n_max, seed=7)
+    reference = cr.cram(toy, targets, 2, cfg, seed=7)
+    before = signal.getsignal(sig)
+    saved = []
+
+    def checkpoint(states):
+        saved.append(states)
+        if len(saved) == 20:
+            signal.raise_signal(sig)       # as a user's Ctrl-C or a scheduler's SIGTERM would
+
+    with pytest.raises(KeyboardInterrupt, match=f"stopped by {sig.name} between two passes"):
+        cr.cram(toy, targets, 2, cfg, seed=7, on_checkpoint=checkpoint, checkpoint_seconds=0)
+    assert len(saved) == 21                # the pass in flight ended, was saved, and nothing ran after
+    assert signal.getsignal(sig) is before
+    resumed = cr.cram(toy, targets, 2, cfg, seed=7, resume=saved[-1])
+    assert _outcome(resumed) == _outcome(reference)
+    assert all(np.array_equal(a.mem, b.mem) for a, b in zip(resumed, reference))
 
 
 class _DyingInflight(Inflight):

@@ -71,6 +71,7 @@ def test_untrained_gemma_has_the_trained_tokenizer_exactly_when_its_extra_is_the
     loaded = models.load_gemma_270m_random(num_hidden_layers=1, hidden_size=16, intermediate_size=16)
     assert models.model_facts("gemma-3-270m-random").tokenizer == (loaded.tokenizer is not None) == installed
 
+
 def test_interrupted_dequantization_leaves_no_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("ACCESSIBILITY_CACHE", str(tmp_path))
 

@@ -7,9 +7,9 @@ none of each other. ``check`` validates every flag and combination (the save fol
 a model loads or anything is written, and returns what ``run`` needs; a refused command has done
 nothing and left nothing on disk. This module adds the common ``--json`` flag, prints the returned
 mapping (one JSON object with ``--json``, else the command's aligned text summary with units) and
-turns bad input into one line on stderr with exit status 2, never a traceback. Command modules import
-heavy libraries (torch, transformers) inside ``check`` and ``run`` so that ``accessibility bound``
-never pays for them.
+turns bad input into one line on stderr with exit status 2, never a traceback (Ctrl-C: one line,
+exit status 130). Command modules import heavy libraries (torch, transformers) inside ``check`` and
+``run`` so that ``accessibility bound`` never pays for them.
 
 :func:`rerun` runs the command of a saved run again, in-process (a chapter's switch that regenerates a
 run shipped with the package instead of reading it).
@@ -119,6 +119,11 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as err:
         print(f"accessibility {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        resumable = getattr(args, "_resumable", False)
+        again = "; what it saved is kept, and the same command resumes it" if resumable else ""
+        print(f"accessibility {args.command}: interrupted{again}", file=sys.stderr)
+        return 130
     finally:
         CURRENT_COMMAND.reset(token)
     print(to_json(result) if args.json else args._text(result))

@@ -80,6 +80,7 @@ def add_save_argument(parser, *, default: str = "results/<command>/<config hash>
 def add_run_arguments(parser, *, resumable: bool = False) -> None:
     """--save, --threads, --progress."""
     add_save_argument(parser, resumable=resumable)
+    parser.set_defaults(_resumable=resumable)
     parser.add_argument("--threads", type=int, metavar="N", help="torch CPU threads while the command runs, "
                         ">= 1 (default torch's; 1 is often fastest on a busy machine)")
     parser.add_argument("--progress", action="store_true", help="progress bars on stderr")
