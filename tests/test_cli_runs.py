@@ -1,6 +1,7 @@
-"""What every command shares: ``--save DIR`` writes one run layout that ``load_run`` reads back, and the
-precision flags follow one rule with one error."""
+"""What every command shares: ``--save DIR`` writes one run layout that ``load_run`` reads back, the
+precision flags follow one rule with one error, and Ctrl-C is one line."""
 
+import importlib
 import json
 
 import pytest
@@ -70,3 +71,21 @@ def test_rerun_makes_the_same_run_again_elsewhere(tmp_path, capsys, monkeypatch)
     with pytest.raises(InputError, match="now makes a run of config hash"):
         rerun(old, tmp_path / "elsewhere")
     assert not (tmp_path / "elsewhere").exists()
+
+
+@pytest.mark.parametrize("command, resumes", [("cram", True), ("copy", True), ("geometry", False),
+                                              ("cells", False)])
+def test_ctrl_c_is_one_line_with_exit_status_130(command, resumes, capsys, monkeypatch):
+    """Interrupted in its work, a command prints one line and no traceback, and says that running it
+    again resumes exactly where it does."""
+    module = importlib.import_module(f"accessibility.cli.{command}")
+
+    def interrupted(args, checked):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(module, "check", lambda args: None)
+    monkeypatch.setattr(module, "run", interrupted)
+    assert main([command]) == 130
+    out, err = capsys.readouterr()
+    again = "; what it saved is kept, and the same command resumes it" if resumes else ""
+    assert out == "" and err == f"accessibility {command}: interrupted{again}\n"

@@ -70,17 +70,18 @@ def add_precision_arguments(parser, *, radius: bool) -> None:
 
 
 def add_save_argument(parser, *, default: str = "results/<command>/<config hash>",
-                      resumable: bool = False) -> None:
-    """--save DIR, the run folder."""
-    again = "; running the same command again resumes from its records" if resumable else ""
+                      resumes: str | None = None) -> None:
+    """--save DIR, the run folder; ``resumes``: what the same command run again resumes from."""
+    again = f"; running the same command again resumes from {resumes}" if resumes else ""
     parser.add_argument("--save", metavar="DIR", help="run folder for config.json, records.jsonl and "
                         f"summary.json (default {default}){again}")
 
 
-def add_run_arguments(parser, *, resumable: bool = False) -> None:
-    """--save, --threads, --progress."""
-    add_save_argument(parser, resumable=resumable)
-    parser.set_defaults(_resumable=resumable)
+def add_run_arguments(parser, *, resumes: str | None = None) -> None:
+    """--save, --threads, --progress; ``resumes``: what the same command run again resumes from
+    (None: it starts over)."""
+    add_save_argument(parser, resumes=resumes)
+    parser.set_defaults(_resumable=resumes is not None)
     parser.add_argument("--threads", type=int, metavar="N", help="torch CPU threads while the command runs, "
                         ">= 1 (default torch's; 1 is often fastest on a busy machine)")
     parser.add_argument("--progress", action="store_true", help="progress bars on stderr")

@@ -9,7 +9,8 @@ where string accuracy crosses 50%, with its interval. Flags left out take the pr
 --preset quick runs on a CPU in minutes, --preset paper is the published Pythia-160m fine-tuning
 (a GPU and the model on disk, or --allow-download). The run (config, command, summary with the
 training log and the full evaluation) is saved with ``--save DIR`` (default
-``results/copy/<config hash>``); the same command again reuses the cached model.
+``results/copy/<config hash>``); the same command again reuses the cached model, or resumes an
+interrupted training from its last check.
 
 Lengths ℓ are in characters (symbols of the copy task), at most 2046 (copying.MAX_LENGTH), so that an
 example (BOS, ℓ symbols, separator, the copy, EOS) fits a model's 4096 positions.
@@ -79,7 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_device_argument(parser)
     parser.add_argument("--allow-download", action="store_true", help="let --preset paper fetch Pythia-160m")
     parser.add_argument("--retrain", action="store_true", help="train again even if a cached model exists")
-    add_run_arguments(parser)
+    add_run_arguments(parser, resumes="the cached model, or the training checkpoint of an interrupted run")
 
 
 def config_from_args(args):
