@@ -602,9 +602,9 @@ def cram(lm, targets: torch.Tensor, m: int, config: CramConfig, *, seed: int = 0
     pending, results = list(range(len(targets))), [None] * len(targets)
     resume, reopen = resume or {}, reopen or {}
     every = CHECKPOINT_SECONDS if checkpoint_seconds is None else checkpoint_seconds
-    bar = tqdm(total=len(targets), desc=f"cram m={m}", disable=not progress, leave=False)
     passes, saved = 0, time.monotonic()
-    with _held_signals() as held:
+    with tqdm(total=len(targets), desc=f"cram m={m}", disable=not progress, leave=False) as bar, \
+            _held_signals() as held:
         while pending or any(o is not None for o in slots.owner):
             for s in range(len(slots.owner)):
                 if slots.owner[s] is None and pending:
@@ -621,7 +621,6 @@ def cram(lm, targets: torch.Tensor, m: int, config: CramConfig, *, seed: int = 0
                                for s, o in enumerate(slots.owner) if o is not None})
                 saved = time.monotonic()
             if stop:
-                bar.close()
                 raise KeyboardInterrupt(f"stopped by {signal.Signals(held.signal).name} between two passes")
             passes += 1
             if progress and passes % PROGRESS_EVERY == 0:
@@ -634,7 +633,6 @@ def cram(lm, targets: torch.Tensor, m: int, config: CramConfig, *, seed: int = 0
                 bar.update(1)
                 if on_result is not None:
                     on_result(results[k])
-    bar.close()
     return results
 
 
