@@ -13,7 +13,8 @@ copied exactly at ``stop_checks`` consecutive checks) or spends its step budget,
 and character accuracy at lengths far beyond the training maximum, with Clopper-Pearson intervals,
 at every integer length across the cliff, and the length ``copy_n50`` where string accuracy crosses
 50%. Models and results are cached under a hash of every setting that changes them;
-training writes a checkpoint at every check of the stopping rule, so a killed run resumes.
+training writes a checkpoint at every check of the stopping rule (and, stopped by Ctrl-C or
+SIGTERM, after the step in flight), so a killed run resumes.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from accessibility.checks import InputError, at_least, in_range, positive, seed
 from accessibility.copy_models import MAX_POSITIONS, CopyModel, CopyModelConfig, build_model
 from accessibility.copy_task import BOS_ID, IGNORE, SEP_ID, TASK_VERSION, Batch, eval_batch, packed_batch
 from accessibility.models import torch_threads
-from accessibility.results import torch_generator
+from accessibility.results import held_signals, torch_generator
 
 #: Keys of the independent random streams (with the seed, and the step of the check or the length):
 #: training data, the fresh batch of each check of the stopping rule, each evaluation length (adding a
@@ -321,7 +322,9 @@ def train(config: CopyConfig, *, device: str | torch.device = "cpu", progress: b
 
     With ``checkpoint``, the model, optimiser, data stream and log are written to that file at every
     check of the stopping rule, and training resumes from it when it exists: a run killed and
-    started again ends with the same model and log as one never interrupted (times aside).
+    started again ends with the same model and log as one never interrupted (times aside). Ctrl-C
+    or SIGTERM stops training after the step in flight, writes the checkpoint there and raises
+    KeyboardInterrupt (a second one stops at once), so an interrupted run loses no step.
     """
     from tqdm import tqdm  # not tqdm.auto, as in cramming: without ipywidgets it warns on import
 
@@ -335,35 +338,43 @@ def train(config: CopyConfig, *, device: str | torch.device = "cpu", progress: b
         log = _resume(Path(checkpoint), model, optimizer, data, device)
     spent, cpu_spent = log.train_seconds, log.cpu_seconds  # by earlier sessions of a resumed run
     start, cpu_start = time.perf_counter(), time.process_time()
-    bar = tqdm(range(log.steps, config.max_steps), initial=log.steps, total=config.max_steps,
-               disable=not progress, desc=f"copy {config.model.arch}")
-    for step in bar:
-        for group in optimizer.param_groups:
-            group["lr"] = learning_rate(step, config)
-        batch = packed_batch(config.rows, config.row_tokens, config.train_lengths, data)
-        loss = copy_loss(model, batch.to(device))
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
-        optimizer.step()
-        log.losses.append(loss.item())
-        log.steps = step + 1
-        if log.steps % config.check_every == 0:
-            fresh = eval_batch(config.train_lengths[1], config.stop_strings,
-                               torch_generator(config.seed, STOP_STREAM, log.steps))
-            model.eval()
-            right = exact_match(teacher_forced(model, fresh.to(device)), config.count_eos)
-            accuracy = right.float().mean().item()
-            model.train()
-            log.checks.append((log.steps, accuracy))
-            log.rule_met = passed_in_a_row(log.checks) >= config.stop_checks
-            log.train_seconds = spent + time.perf_counter() - start
-            log.cpu_seconds = cpu_spent + time.process_time() - cpu_start
-            bar.set_postfix(loss=f"{log.losses[-1]:.3f}", exact=f"{accuracy:.2f}")
-            if log.rule_met:
-                break
-            if checkpoint is not None:
-                _save_checkpoint(Path(checkpoint), model, optimizer, data, log)
+
+    def save():
+        log.train_seconds = spent + time.perf_counter() - start
+        log.cpu_seconds = cpu_spent + time.process_time() - cpu_start
+        if checkpoint is not None:
+            _save_checkpoint(Path(checkpoint), model, optimizer, data, log)
+
+    end = log.steps if log.rule_met else config.max_steps      # a checkpoint saved as the rule was met
+    with tqdm(range(log.steps, end), initial=log.steps, total=config.max_steps,
+              disable=not progress, desc=f"copy {config.model.arch}") as bar, held_signals() as held:
+        for step in bar:
+            for group in optimizer.param_groups:
+                group["lr"] = learning_rate(step, config)
+            batch = packed_batch(config.rows, config.row_tokens, config.train_lengths, data)
+            loss = copy_loss(model, batch.to(device))
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
+            optimizer.step()
+            log.losses.append(loss.item())
+            log.steps = step + 1
+            if log.steps % config.check_every == 0:
+                fresh = eval_batch(config.train_lengths[1], config.stop_strings,
+                                   torch_generator(config.seed, STOP_STREAM, log.steps))
+                model.eval()
+                right = exact_match(teacher_forced(model, fresh.to(device)), config.count_eos)
+                accuracy = right.float().mean().item()
+                model.train()
+                log.checks.append((log.steps, accuracy))
+                log.rule_met = passed_in_a_row(log.checks) >= config.stop_checks
+                bar.set_postfix(loss=f"{log.losses[-1]:.3f}", exact=f"{accuracy:.2f}")
+                save()
+                if log.rule_met:
+                    break
+            if held.signal is not None:       # Ctrl-C or SIGTERM during this step: stop after it, saved
+                save()
+                held.stop()
     log.train_seconds = spent + time.perf_counter() - start
     log.cpu_seconds = cpu_spent + time.process_time() - cpu_start
     model.eval()
@@ -612,7 +623,8 @@ def run_copy(config: CopyConfig, *, out: str | Path | None = None, device: str |
     The model lives in ``<out>/copy-<hash of config.training_part()>/`` (``out`` defaults to
     ``cache_dir()/copying``) with ``config.json``, ``model.pt`` and ``train.json``; each evaluation in
     ``eval-<hash of the evaluation settings>.json`` next to them. While training, ``checkpoint.pt``
-    there holds the state at the last check of the stopping rule, and a run started again resumes
+    there holds the state at the last check of the stopping rule (or at the step where Ctrl-C or
+    SIGTERM stopped it), and a run started again resumes
     from it (see :func:`train`). ``retrain`` ignores a cached model and a checkpoint; ``threads``
     sets torch's thread count for the run (see :func:`accessibility.models.torch_threads`).
     """

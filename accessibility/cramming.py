@@ -45,12 +45,9 @@ capacities and points into accessibility curves, n_50(m) and the linear law.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import math
 import os
-import signal
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -63,7 +60,7 @@ from tqdm import tqdm  # not tqdm.auto: in a notebook without ipywidgets it warn
 from accessibility.autocast import autocast
 from accessibility.checks import InputError, at_least, in_range, one_of, positive
 from accessibility.models import cpu_has_native_bf16
-from accessibility.results import torch_generator
+from accessibility.results import held_signals, torch_generator
 from accessibility.targets import INIT_STREAM
 
 #: Autocast dtypes for the optimisation (certification always runs without autocast). ``auto``:
@@ -533,39 +530,6 @@ def initial_mem(index: int, m: int, d: int, std: float, seed: int) -> torch.Tens
     return torch.randn(m, d, generator=torch_generator(seed, INIT_STREAM, index, m)) * std
 
 
-class _HeldSignals:
-    """SIGINT and SIGTERM received during a search, held until the pass in flight ends; a second
-    one stops at once (see :func:`_held_signals`)."""
-
-    def __init__(self):
-        self.signal: int | None = None
-
-    def __call__(self, signum, frame):
-        if self.signal is not None:
-            raise KeyboardInterrupt(f"stopped by a second {signal.Signals(signum).name}")
-        self.signal = signum
-
-
-@contextlib.contextmanager
-def _held_signals():
-    """Hold Ctrl-C (SIGINT) and SIGTERM while searches run, so that :func:`cram` stops between two
-    passes, saves its states there and raises KeyboardInterrupt: an interrupted run loses nothing.
-    Outside the main thread (where Python cannot set handlers) the signals keep their handlers.
-    A signal held when the searches end raises as they end."""
-    held = _HeldSignals()
-    if threading.current_thread() is not threading.main_thread():
-        yield held
-        return
-    before = {sig: signal.signal(sig, held) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield held
-    finally:
-        for sig, handler in before.items():
-            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
-    if held.signal is not None:
-        raise KeyboardInterrupt(f"stopped by {signal.Signals(held.signal).name} as the searches ended")
-
-
 def cram(lm, targets: torch.Tensor, m: int, config: CramConfig, *, seed: int = 0,
          indices: Sequence[int] | None = None, batch_size: int = 16, progress: bool = False,
          on_result: Callable[[CramResult], None] | None = None, resume: Mapping[int, dict] | None = None,
@@ -604,7 +568,7 @@ def cram(lm, targets: torch.Tensor, m: int, config: CramConfig, *, seed: int = 0
     every = CHECKPOINT_SECONDS if checkpoint_seconds is None else checkpoint_seconds
     passes, saved = 0, time.monotonic()
     with tqdm(total=len(targets), desc=f"cram m={m}", disable=not progress, leave=False) as bar, \
-            _held_signals() as held:
+            held_signals() as held:
         while pending or any(o is not None for o in slots.owner):
             for s in range(len(slots.owner)):
                 if slots.owner[s] is None and pending:
@@ -620,8 +584,8 @@ def cram(lm, targets: torch.Tensor, m: int, config: CramConfig, *, seed: int = 0
                 on_checkpoint({indices[o]: slots.snapshot(s)
                                for s, o in enumerate(slots.owner) if o is not None})
                 saved = time.monotonic()
-            if stop:
-                raise KeyboardInterrupt(f"stopped by {signal.Signals(held.signal).name} between two passes")
+            if stop:                      # held before the save above, so the save holds every pass
+                held.stop()
             passes += 1
             if progress and passes % PROGRESS_EVERY == 0:
                 bar.set_postfix(passes=passes, longest_probe=int(slots.length.max()))

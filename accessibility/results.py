@@ -14,7 +14,8 @@ versions), ``records.jsonl`` (the resumable record log, where a command keeps on
 
 Work units that take long (a cramming search of an hour) also keep their state while in flight
 (:class:`Inflight`, ``inflight.json`` beside the log): a killed run resumes them where they were,
-not from their start.
+not from their start. Ctrl-C and SIGTERM are held (:func:`held_signals`) until such work reaches a
+point where it can save its state, so an interrupted run loses nothing.
 """
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ import hashlib
 import json
 import os
 import shlex
+import signal
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
@@ -68,6 +71,44 @@ def torch_generator(seed: int, *keys: int) -> torch.Generator:
 
     state = np.random.SeedSequence([int(seed), *map(int, keys)]).generate_state(1, np.uint64)[0]
     return torch.Generator().manual_seed(int(state))
+
+
+class HeldSignals:
+    """SIGINT and SIGTERM received while held (:func:`held_signals`): ``signal`` is the first one, or
+    None; a second one stops at once."""
+
+    def __init__(self):
+        self.signal: int | None = None
+
+    def __call__(self, signum, frame):
+        if self.signal is not None:
+            raise KeyboardInterrupt(f"stopped by a second {signal.Signals(signum).name}")
+        self.signal = signum
+
+    def stop(self) -> None:
+        """Raise KeyboardInterrupt if a signal is held (call it once the state is saved)."""
+        if self.signal is not None:
+            raise KeyboardInterrupt(f"stopped by {signal.Signals(self.signal).name} at a saved point")
+
+
+@contextlib.contextmanager
+def held_signals():
+    """Hold Ctrl-C (SIGINT) and SIGTERM while long work runs: the work polls ``held.signal`` at points
+    where it can save its state, saves it and calls ``held.stop()``, so an interrupted run loses
+    nothing. Outside the main thread (where Python cannot set handlers) the signals keep their
+    handlers. A signal still held when the block ends raises KeyboardInterrupt there; the previous
+    handlers are restored in every case."""
+    held = HeldSignals()
+    if threading.current_thread() is not threading.main_thread():
+        yield held
+        return
+    before = {sig: signal.signal(sig, held) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield held
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+    held.stop()
 
 
 def _jsonable(obj):

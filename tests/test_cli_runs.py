@@ -35,6 +35,12 @@ def test_every_command_saves_a_run_that_load_run_reads(tmp_path, capsys, monkeyp
         assert {k: v for k, v in printed.items() if k != "folder"}.items() <= run.summary.items()
         assert run.summary["compute_seconds"] > 0
         assert (len(run.records) == 4) if command == "cram" else run.records == []
+        kept = {"config.json", "summary.json"} | ({"records.jsonl"} if command == "cram" else set())
+        assert {p.name for p in folder.iterdir()} == kept, command
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        save_help = capsys.readouterr().out.split("\n  --save DIR")[1].split("\n  --")[0]
+        assert all((name in save_help) == (name in kept) for name in ("records.jsonl", "summary.json")), save_help
 
 
 @pytest.mark.parametrize("command", ["bound", "geometry", "cells", "cram"])

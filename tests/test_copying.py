@@ -2,6 +2,7 @@
 
 import math
 import re
+import signal
 from dataclasses import fields, replace
 
 import numpy as np
@@ -22,6 +23,9 @@ from accessibility.models import torch_threads
 from accessibility.results import torch_generator
 
 TINY = dict(d_model=32, n_layers=1, n_heads=2)
+TWELVE_STEPS = CopyConfig(model=CopyModelConfig(**TINY), train_lengths=(2, 4), rows=4, row_tokens=32,
+                          warmup_steps=2, max_steps=12, check_every=4, stop_strings=64, eval_lengths=(2, 4),
+                          eval_strings=16)     # a run that does not meet the stopping rule: 3 checks, 12 steps
 EXAMPLE = re.compile(r"\$([a-z]+)\|\1\.")
 
 
@@ -277,9 +281,7 @@ def test_the_paper_preset_is_the_published_run():
 
 
 def test_a_killed_run_resumes_to_the_same_result(tmp_path, monkeypatch):
-    config = CopyConfig(model=CopyModelConfig(**TINY), train_lengths=(2, 4), rows=4, row_tokens=32,
-                        warmup_steps=2, max_steps=12, check_every=4, stop_strings=64, eval_lengths=(2, 4),
-                        eval_strings=16)
+    config = TWELVE_STEPS
     whole = run_copy(config, out=tmp_path / "whole")
     assert whole.log.steps == 12 and not whole.log.rule_met  # 12 steps, so the kill below is mid-run
 
@@ -309,6 +311,37 @@ def test_a_killed_run_resumes_to_the_same_result(tmp_path, monkeypatch):
         assert torch.equal(a, b)
     assert np.array_equal(resumed.eval.correct, whole.eval.correct)
     assert not (folder / "checkpoint.pt").exists() and (folder / "model.pt").exists()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_stops_after_the_step_in_flight_and_loses_no_step(tmp_path, monkeypatch, sig):
+    """A signal in mid-training (between two checks) is held until the step in flight ends; the
+    checkpoint is written there and KeyboardInterrupt follows. Run again, training resumes at the
+    next step (not at the last check) and ends exactly as an uninterrupted run."""
+    config = TWELVE_STEPS
+    whole = run_copy(config, out=tmp_path / "whole")
+    real, calls = copying.packed_batch, []
+
+    def batches(*args, signal_at=None):
+        calls.append(1)
+        if len(calls) == signal_at:
+            signal.raise_signal(sig)       # as a user's Ctrl-C or a scheduler's SIGTERM would
+        return real(*args)
+
+    before = signal.getsignal(sig)
+    monkeypatch.setattr(copying, "packed_batch", lambda *a: batches(*a, signal_at=10))  # in step 10 of 12
+    with pytest.raises(KeyboardInterrupt, match=f"stopped by {sig.name} at a saved point"):
+        run_copy(config, out=tmp_path / "stopped")
+    assert len(calls) == 10 and signal.getsignal(sig) is before
+    folder = next((tmp_path / "stopped").iterdir())
+    assert torch.load(folder / "checkpoint.pt", weights_only=True)["log"]["steps"] == 10
+    calls.clear()
+    monkeypatch.setattr(copying, "packed_batch", batches)
+    resumed = run_copy(config, out=tmp_path / "stopped")
+    assert len(calls) == 12 - 10                # no step lost, none done twice
+    assert resumed.log.losses == whole.log.losses and resumed.log.checks == whole.log.checks
+    for a, b in zip(whole.model.state_dict().values(), resumed.model.state_dict().values()):
+        assert torch.equal(a, b)
 
 
 def test_training_learns_and_logs(trained):

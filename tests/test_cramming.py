@@ -568,7 +568,7 @@ def test_ctrl_c_or_sigterm_stops_between_two_passes_and_saves_first(toy, sig):
         if len(saved) == 20:
             signal.raise_signal(sig)       # as a user's Ctrl-C or a scheduler's SIGTERM would
 
-    with pytest.raises(KeyboardInterrupt, match=f"stopped by {sig.name} between two passes"):
+    with pytest.raises(KeyboardInterrupt, match=f"stopped by {sig.name} at a saved point"):
         cr.cram(toy, targets, 2, cfg, seed=7, on_checkpoint=checkpoint, checkpoint_seconds=0)
     assert len(saved) == 21                # the pass in flight ended, was saved, and nothing ran after
     assert signal.getsignal(sig) is before

@@ -70,17 +70,18 @@ def add_precision_arguments(parser, *, radius: bool) -> None:
 
 
 def add_save_argument(parser, *, default: str = "results/<command>/<config hash>",
-                      resumes: str | None = None) -> None:
-    """--save DIR, the run folder; ``resumes``: what the same command run again resumes from."""
+                      resumes: str | None = None, records: bool = False) -> None:
+    """--save DIR, the run folder; ``resumes``: what the same command run again resumes from;
+    ``records``: whether the command keeps a record log (records.jsonl) there."""
     again = f"; running the same command again resumes from {resumes}" if resumes else ""
-    parser.add_argument("--save", metavar="DIR", help="run folder for config.json, records.jsonl and "
-                        f"summary.json (default {default}){again}")
+    files = "config.json, records.jsonl and summary.json" if records else "config.json and summary.json"
+    parser.add_argument("--save", metavar="DIR", help=f"run folder for {files} (default {default}){again}")
 
 
-def add_run_arguments(parser, *, resumes: str | None = None) -> None:
+def add_run_arguments(parser, *, resumes: str | None = None, records: bool = False) -> None:
     """--save, --threads, --progress; ``resumes``: what the same command run again resumes from
-    (None: it starts over)."""
-    add_save_argument(parser, resumes=resumes)
+    (None: it starts over); ``records``: whether it keeps a record log."""
+    add_save_argument(parser, resumes=resumes, records=records)
     parser.set_defaults(_resumable=resumes is not None)
     parser.add_argument("--threads", type=int, metavar="N", help="torch CPU threads while the command runs, "
                         ">= 1 (default torch's; 1 is often fastest on a busy machine)")
@@ -284,11 +285,11 @@ def start_run(folder, kind: str, config) -> Path:
     return save_run(folder, {"kind": kind, "config": config})
 
 
-def save(folder, kind: str, config, result: dict, records=()) -> dict:
-    """Save ``result`` as the summary of the run (and ``records``); add ``folder`` to the result."""
+def save(folder, kind: str, config, result: dict) -> dict:
+    """Save ``result`` as the summary of the run; add ``folder`` to the result."""
     from accessibility.results import save_run
 
-    save_run(folder, {"kind": kind, "config": config}, records, result)
+    save_run(folder, {"kind": kind, "config": config}, summary=result)
     return {**result, "folder": str(folder)}
 
 

@@ -102,7 +102,7 @@ def add_arguments(parser) -> None:
         defaults = f" (default: the preset's, quick {getattr(quick, name):g}, paper {getattr(paper, name):g})"
         parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=None, help=help_text + defaults)
     add_precision_arguments(parser, radius=True)
-    add_run_arguments(parser, resumes="its records and the searches in flight")
+    add_run_arguments(parser, resumes="its records and the searches in flight", records=True)
     parser.add_argument("--keep-mem", action="store_true",
                         help="keep each found [mem] (m × d floats) in its record (large; off keeps "
                         "runs small)")
