@@ -40,7 +40,8 @@ def test_every_command_saves_a_run_that_load_run_reads(tmp_path, capsys, monkeyp
         with pytest.raises(SystemExit):
             main([command, "--help"])
         save_help = capsys.readouterr().out.split("\n  --save DIR")[1].split("\n  --")[0]
-        assert all((name in save_help) == (name in kept) for name in ("records.jsonl", "summary.json")), save_help
+        for name in ("records.jsonl", "summary.json"):
+            assert (name in save_help) == (name in kept), (command, save_help)
 
 
 @pytest.mark.parametrize("command", ["bound", "geometry", "cells", "cram"])

@@ -25,7 +25,7 @@ from accessibility.results import torch_generator
 TINY = dict(d_model=32, n_layers=1, n_heads=2)
 TWELVE_STEPS = CopyConfig(model=CopyModelConfig(**TINY), train_lengths=(2, 4), rows=4, row_tokens=32,
                           warmup_steps=2, max_steps=12, check_every=4, stop_strings=64, eval_lengths=(2, 4),
-                          eval_strings=16)     # a run that does not meet the stopping rule: 3 checks, 12 steps
+                          eval_strings=16)     # 3 checks in 12 steps, none meeting the stopping rule
 EXAMPLE = re.compile(r"\$([a-z]+)\|\1\.")
 
 
