@@ -339,12 +339,9 @@ def train(config: CopyConfig, *, device: str | torch.device = "cpu", progress: b
     spent, cpu_spent = log.train_seconds, log.cpu_seconds  # by earlier sessions of a resumed run
     start, cpu_start = time.perf_counter(), time.process_time()
 
-    def clock():
+    def save():
         log.train_seconds = spent + time.perf_counter() - start
         log.cpu_seconds = cpu_spent + time.process_time() - cpu_start
-
-    def save():
-        clock()
         if checkpoint is not None:
             _save_checkpoint(Path(checkpoint), model, optimizer, data, log)
 
@@ -378,7 +375,8 @@ def train(config: CopyConfig, *, device: str | torch.device = "cpu", progress: b
             if held.signal is not None:       # Ctrl-C or SIGTERM during this step: stop after it, saved
                 save()
                 held.stop()
-    clock()
+    log.train_seconds = spent + time.perf_counter() - start
+    log.cpu_seconds = cpu_spent + time.process_time() - cpu_start
     model.eval()
     return model, log
 
