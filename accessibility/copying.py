@@ -339,9 +339,12 @@ def train(config: CopyConfig, *, device: str | torch.device = "cpu", progress: b
     spent, cpu_spent = log.train_seconds, log.cpu_seconds  # by earlier sessions of a resumed run
     start, cpu_start = time.perf_counter(), time.process_time()
 
-    def save():
+    def clock():
         log.train_seconds = spent + time.perf_counter() - start
         log.cpu_seconds = cpu_spent + time.process_time() - cpu_start
+
+    def save():
+        clock()
         if checkpoint is not None:
             _save_checkpoint(Path(checkpoint), model, optimizer, data, log)
 
@@ -375,8 +378,7 @@ def train(config: CopyConfig, *, device: str | torch.device = "cpu", progress: b
             if held.signal is not None:       # Ctrl-C or SIGTERM during this step: stop after it, saved
                 save()
                 held.stop()
-    log.train_seconds = spent + time.perf_counter() - start
-    log.cpu_seconds = cpu_spent + time.process_time() - cpu_start
+    clock()
     model.eval()
     return model, log
 
