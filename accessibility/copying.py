@@ -321,10 +321,10 @@ def train(config: CopyConfig, *, device: str | torch.device = "cpu", progress: b
     stops after ``stop_checks`` consecutive passing checks.
 
     With ``checkpoint``, the model, optimiser, data stream and log are written to that file at every
-    check of the stopping rule, and training resumes from it when it exists: a run killed and
-    started again ends with the same model and log as one never interrupted (times aside). Ctrl-C
-    or SIGTERM stops training after the step in flight, writes the checkpoint there and raises
-    KeyboardInterrupt (a second one stops at once), so an interrupted run loses no step.
+    check of the stopping rule and when training ends, and training resumes from it when it exists: a
+    run killed and started again ends with the same model and log as one never interrupted (times
+    aside). Ctrl-C or SIGTERM stops training after the step in flight, writes the checkpoint there
+    and raises KeyboardInterrupt (a second one stops at once), so an interrupted run loses no step.
     """
     from tqdm import tqdm  # not tqdm.auto, as in cramming: without ipywidgets it warns on import
 
@@ -339,12 +339,9 @@ def train(config: CopyConfig, *, device: str | torch.device = "cpu", progress: b
     spent, cpu_spent = log.train_seconds, log.cpu_seconds  # by earlier sessions of a resumed run
     start, cpu_start = time.perf_counter(), time.process_time()
 
-    def clock():
+    def save():
         log.train_seconds = spent + time.perf_counter() - start
         log.cpu_seconds = cpu_spent + time.process_time() - cpu_start
-
-    def save():
-        clock()
         if checkpoint is not None:
             _save_checkpoint(Path(checkpoint), model, optimizer, data, log)
 
@@ -378,7 +375,7 @@ def train(config: CopyConfig, *, device: str | torch.device = "cpu", progress: b
             if held.signal is not None:       # Ctrl-C or SIGTERM during this step: stop after it, saved
                 save()
                 held.stop()
-    clock()
+        save()     # the last step too (training may end between two checks), before a held signal raises
     model.eval()
     return model, log
 

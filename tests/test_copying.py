@@ -313,6 +313,18 @@ def test_a_killed_run_resumes_to_the_same_result(tmp_path, monkeypatch):
     assert not (folder / "checkpoint.pt").exists() and (folder / "model.pt").exists()
 
 
+def test_training_that_ends_between_two_checks_saves_its_last_step(tmp_path, monkeypatch):
+    """A run whose budget ends between two checks (10 steps, checks every 4) leaves a checkpoint of
+    its last step, so that a stop after training (while the model is saved or evaluated) redoes none."""
+    config, path = replace(TWELVE_STEPS, max_steps=10), tmp_path / "checkpoint.pt"
+    _, log = copying.train(config, checkpoint=path)
+    assert log.steps == 10 and torch.load(path, weights_only=True)["log"]["steps"] == 10
+    calls = []
+    monkeypatch.setattr(copying, "packed_batch", lambda *a: calls.append(1))
+    _, again = copying.train(config, checkpoint=path)
+    assert not calls and again.losses == log.losses and again.steps == 10
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_stops_after_the_step_in_flight_and_loses_no_step(tmp_path, monkeypatch, sig):
     """A signal in mid-training (between two checks) is held until the step in flight ends; the
