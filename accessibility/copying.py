@@ -369,13 +369,13 @@ def train(config: CopyConfig, *, device: str | torch.device = "cpu", progress: b
                 log.checks.append((log.steps, accuracy))
                 log.rule_met = passed_in_a_row(log.checks) >= config.stop_checks
                 bar.set_postfix(loss=f"{log.losses[-1]:.3f}", exact=f"{accuracy:.2f}")
-                save()
                 if log.rule_met:
                     break
-            if held.signal is not None:       # Ctrl-C or SIGTERM during this step: stop after it, saved
                 save()
-                held.stop()
-        save()     # the last step too (training may end between two checks), before a held signal raises
+            if held.signal is not None:       # Ctrl-C or SIGTERM during this step: stop after it
+                break
+        save()     # where training stopped (the rule met, the budget spent between two checks, or a held
+        # signal, which the block's end then raises as KeyboardInterrupt)
     model.eval()
     return model, log
 
