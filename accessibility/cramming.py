@@ -84,6 +84,8 @@ PROBE_STARTS = ("init", "warm", "confirm")
 #: the confirming probe, and the ``replay`` of a solved probe that rebuilds the [mem] of a record saved
 #: without it (:meth:`_Slots.reopen`).
 FULL_BUDGET = ("confirm", "replay")
+#: What a record searched again keeps of the record it replaced (its ``redone`` field: :func:`sweep`).
+REDONE = ("capacity", "capacity_teacher", "certificate", "probes", "replays", "steps")
 #: Where the prefix token goes: ``before`` [mem] (default; position 0 is an attention sink in
 #: Llama-style models) or ``after`` it, between [mem] and t_1 (the published layout for BOS).
 PREFIX_POSITIONS = ("before", "after")
@@ -728,13 +730,16 @@ def upgrade_probes(probes, warm_start: bool = True) -> list[list]:
 
 def unconfirmed_capacity(record: Mapping) -> int:
     """The capacity a search record had before its first confirming probe (the longest length solved
-    before it: that probe ran at capacity + 1); the record's capacity when none ran.
+    before it: that probe ran at capacity + 1); the record's capacity when none ran. For a record
+    searched again (``redone``: the search it replaced), that of the search it replaced.
 
     >>> unconfirmed_capacity({"capacity": 9, "probes": [[8, True, 90, "solved", "init"],
     ...     [9, False, 150, "patience", "warm"], [9, True, 310, "solved", "confirm"],
     ...     [10, False, 500, "patience", "confirm"]]})
     8
     """
+    if "redone" in record:
+        return unconfirmed_capacity(record["redone"])
     first = next((p for p in record["probes"] if len(p) > 4 and p[4] == "confirm"), None)
     return int(record["capacity"]) if first is None else int(first[0]) - 1
 
@@ -742,7 +747,8 @@ def unconfirmed_capacity(record: Mapping) -> int:
 def chain_broken(record: Mapping) -> bool:
     """Whether the replays of an extended record failed to rebuild its solution at capacity (a replay
     ran ``max_steps`` steps without solving a length the record had solved): its confirming probe then
-    started from a shorter solution, and :func:`sweep` does not extend it again.
+    started from a shorter solution, and unless it solved (:func:`search_decided`) :func:`sweep`
+    searches the target again from its initial [mem] (a record with ``redone``).
 
     >>> chain_broken({"replays": [[8, True, 57, "solved"], [15, False, 500, "patience"]]})
     True
@@ -924,7 +930,11 @@ def sweep(lm, kind: str, ms: Sequence[int], count: int, config: CramConfig, *, p
     before confirmations existed) is extended instead: its confirming probe runs, the search goes on
     if it succeeds, and the extended record replaces it in the log (which keeps both lines; its
     ``seconds`` include the first record's). A record whose replays could not rebuild its solution
-    (:func:`chain_broken`) is not extended again.
+    and which stayed undecided (:func:`chain_broken`) is searched again from its target's initial
+    [mem], as a new search: the new record replaces it whatever its capacity (which may be shorter
+    than the certified capacity of the lost solution), keeps it under ``redone`` ({capacity,
+    capacity_teacher, certificate, probes, replays, steps}), and counts its ``steps`` and ``seconds``
+    as well.
     ``shard=(rank, world)`` keeps the targets with ``index % world == rank`` (no communication
     between ranks: each writes its own log; a later sweep over all logs merges them).
     ``inflight`` (an :class:`~accessibility.results.Inflight`) keeps the state of the searches in
@@ -945,8 +955,7 @@ def sweep(lm, kind: str, ms: Sequence[int], count: int, config: CramConfig, *, p
     mine = [i for i in range(count) if i % world == rank]
     targets = make_targets(lm, kind, count, target_length(config, protocol, grid), seed=seed)
     found = {r["key"]: r for r in latest([*known, *(log or [])])}
-    final = lambda key: key in found and ("n" in found[key] or search_decided(found[key], config)
-                                          or chain_broken(found[key]))
+    final = lambda key: key in found and ("n" in found[key] or search_decided(found[key], config))
 
     def keep(m: int, n: int | None):
         def write(r: CramResult):
@@ -955,6 +964,9 @@ def sweep(lm, kind: str, ms: Sequence[int], count: int, config: CramConfig, *, p
             if n is not None:
                 rec.update(n=n, solved=r.capacity >= n)
             old = found.get(rec["key"])
+            if old is not None and chain_broken(old):    # searched again: it replaces the old record
+                rec["redone"] = {k: old[k] for k in REDONE if k in old}
+                rec["steps"] += int(old["steps"])
             if log is None:
                 found[rec["key"]] = rec
                 return
@@ -969,7 +981,8 @@ def sweep(lm, kind: str, ms: Sequence[int], count: int, config: CramConfig, *, p
             cfg, tg = (config, targets) if n is None else (config.fixed(n), targets[:, :n])
             saved = {} if inflight is None else inflight.states(done={k for k in found if final(k)})
             resume = {i: saved[k] for i in todo if (k := record_key(kind, m, i, n)) in saved}
-            reopen = {i: found[k] for i in todo if (k := record_key(kind, m, i, n)) in found}
+            reopen = {i: found[k] for i in todo
+                      if (k := record_key(kind, m, i, n)) in found and not chain_broken(found[k])}
             checkpoint = None if inflight is None else (
                 lambda states: inflight.save({record_key(kind, m, i, n): v for i, v in states.items()}))
             cram(lm, tg[todo], m, cfg, seed=seed, indices=todo, batch_size=batch_size, progress=progress,

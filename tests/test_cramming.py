@@ -244,10 +244,12 @@ def test_a_sweep_extends_old_records_and_keeps_them(toy64, tmp_path, monkeypatch
     assert sorted(r["key"] for r in RecordLog(path)) == sorted(r["key"] for r in out)
 
 
-def test_a_record_whose_solution_is_not_rebuilt_keeps_its_capacity_undecided(toy64, tmp_path, monkeypatch):
+def test_a_record_whose_solution_is_not_rebuilt_is_searched_again(toy64, tmp_path, monkeypatch):
     """An old record claims a solution (here forged at n_max - 1) that its replays cannot rebuild in
-    max_steps: the extended record keeps the claimed capacity and its certificate, counts as undecided
-    (its confirming probe started from a shorter solution), and a later sweep does not extend it again."""
+    max_steps: the extended record keeps the claimed capacity and its certificate and counts as
+    undecided (its confirming probe started from a shorter solution). The next sweep searches the
+    target again: the new record is the record of a new sweep of it (decided), keeps the old one
+    under ``redone`` and counts its steps; a third sweep changes nothing."""
     cfg = replace(SMALL, max_steps=20)
     targets = make_targets(toy64, "random-tokens", 1, cfg.n_max, seed=5)
     _, records = _before_confirmations(monkeypatch, lambda: cr.cram(toy64, targets, 1, cfg, seed=5))
@@ -264,8 +266,15 @@ def test_a_record_whose_solution_is_not_rebuilt_keeps_its_capacity_undecided(toy
     assert cr.chain_broken(out) and out["replays"][-1][:2] == [claimed, False]
     assert (out["capacity"], out["certificate"]) == (claimed, cert)
     assert out["probes"][-1][4] == "confirm" and not cr.search_decided(out, cfg)
+    [new] = run()
+    [fresh] = cr.sweep(toy64, "random-tokens", [1], 1, cfg, seed=5, log=RecordLog(tmp_path / "new.jsonl"))
+    outcome = lambda r: (r["capacity"], r["capacity_teacher"], r["stop"], r["probes"], r["certificate"])
+    assert outcome(new) == outcome(fresh) and new["capacity"] < claimed and not new["replays"]
+    assert new["redone"] == {k: out[k] for k in cr.REDONE} and new["steps"] == fresh["steps"] + out["steps"]
+    assert cr.search_decided(new, cfg) and not cr.chain_broken(new) and new["seconds"] >= out["seconds"]
+    assert cr.unconfirmed_capacity(new) == cr.unconfirmed_capacity(out)
     lines = path.read_text().splitlines()
-    assert len(lines) == 2 and run() == [out] and path.read_text().splitlines() == lines
+    assert len(lines) == 3 and run() == [new] and path.read_text().splitlines() == lines
 
 
 # --- batching, certification, layout -----------------------------------------------------------
