@@ -546,7 +546,9 @@ def confirmations(run):
     the others are certified lower bounds of what confirming them would give), how many searches ran a
     confirming probe, how many capacities it moved up and by how many tokens at most, and n_50 (median
     and :func:`survival_n50`) before the confirmations (:func:`accessibility.cramming.unconfirmed_capacity`)
-    and after. The undecided capacities are split by why: every failure at capacity + 1 stopped before
+    and after. A record searched again from scratch (``redone``: its solution was not rebuilt) is
+    compared with the search it replaced, and may have moved down. The undecided capacities are split
+    by why: every failure at capacity + 1 stopped before
     ``max_steps`` (cut short by patience), one ran ``max_steps`` but from a solution shorter than the
     capacity (found before the one at capacity), or the replays of a record saved without its [mem]
     could not rebuild its solution (:func:`accessibility.cramming.chain_broken`; its confirming probe
@@ -580,7 +582,9 @@ def confirmations(run):
         rows.append({"m": m, "targets": len(recs), "decided by a full-budget failure": sum(decided),
                      "confirmed": sum(any(len(p) > 4 and p[4] == "confirm" for p in r["probes"])
                                       for r in recs),
-                     "moved": int((after > before).sum()), "largest move": int((after - before).max()),
+                     "searched again": sum("redone" in r for r in recs),
+                     "moved": int((after > before).sum()), "moved down": int((after < before).sum()),
+                     "largest move": int((after - before).max()),
                      "n50 before": float(np.median(before)), "n50 after": float(np.median(after)),
                      "logistic before": survival_n50(before), "logistic after": survival_n50(after),
                      "undecided: failure cut short": short,

@@ -230,6 +230,16 @@ def test_confirmations_count_what_moved_and_what_is_decided():
     row = law.confirmations(SimpleNamespace(config=run.config, records=[moved, held, weak, early])).iloc[0]
     why = ["undecided: failure cut short", "undecided: full budget from a shorter solution"]
     assert row[why].tolist() == [1, 1]
+    # redone: searched again (its old solution at 11 was not rebuilt), it certifies 9 against the 11 of
+    # the search it replaced: compared with that one, it moved down by 2
+    redone = {"m": 1, "capacity": 9, "capacity_teacher": 9, "replays": [], "probes": [
+        [8, True, 90, "solved", "init"], [12, False, 100, "patience", "warm"],
+        [10, False, 150, "patience", "warm"], [9, True, 60, "solved", "warm"],
+        [10, False, 500, "patience", "confirm"]],
+        "redone": {**early, "capacity": 11, "capacity_teacher": 11, "replays": [[8, True, 90, "solved"]]}}
+    row = law.confirmations(SimpleNamespace(config=run.config, records=[moved, held, redone])).iloc[0]
+    counted = ["decided by a full-budget failure", "searched again", "moved", "moved down", "largest move"]
+    assert row[counted].tolist() == [3, 1, 1, 1, 4] and row["n50 before"] == 8.0 and row["n50 after"] == 9.0
 
 
 def test_mcnemar_is_the_exact_binomial_sum_over_discordant_pairs():
