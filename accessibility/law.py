@@ -540,6 +540,29 @@ def fixed_runs(runs: Mapping, reference: str):
     return pd.DataFrame(rows)
 
 
+def at_shared_length(runs: Mapping) -> tuple[int, dict]:
+    """The one length n at which every run in ``runs`` (label -> saved run of ``accessibility cram
+    --protocol published``, :func:`accessibility.results.load_run`) has records, and each run keeping
+    only its records at n: fixed-length runs that differ in their settings compared where they overlap,
+    when some also ran other lengths. An :class:`InputError` when ``runs`` is empty or the runs share no
+    length or more than one.
+
+    >>> from accessibility.results import load_run
+    >>> n, runs = at_shared_length({"ours": load_run("cram-gemma-3-270m-text-fixed-quick"),
+    ...     "published": load_run("cram-gemma-3-270m-text-fixed-paper-matrix-init-bos-after")})
+    >>> n, {label: len(run.records) for label, run in runs.items()}
+    (26, {'ours': 16, 'published': 16})
+    """
+    if not runs:
+        raise InputError("runs: expected at least one run, got none")
+    shared = set.intersection(*({r["n"] for r in run.records} for run in runs.values()))
+    if len(shared) != 1:
+        raise InputError("runs: expected exactly one length that every run has records at, got "
+                         + (", ".join(map(str, sorted(shared))) or "none"))
+    (n,) = shared
+    return n, {label: replace(run, records=[r for r in run.records if r["n"] == n]) for label, run in runs.items()}
+
+
 def confirmations(run):
     """How a saved search run's capacities were decided (a DataFrame, one row per m): the targets, how
     many capacities a failure with the full budget decided (:func:`accessibility.cramming.search_decided`:

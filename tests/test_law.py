@@ -199,6 +199,22 @@ def test_tables_of_saved_runs():
     assert a.quoted()["slope"] == a.fit.slope and one_m.quoted()["r2"] is None
 
 
+def test_at_shared_length_keeps_the_one_common_length():
+    """law.at_shared_length against runs written by hand: the records at the one length every run has
+    are kept, in order, and no shared length, several, or no runs at all are refused by name."""
+    from accessibility.results import Run
+
+    def run(*ns):
+        return Run(folder=None, config={}, records=[{"n": n, "index": i} for i, n in enumerate(ns)], summary=None)
+
+    n, kept = law.at_shared_length({"a": run(17, 26, 17, 26), "b": run(26, 26)})
+    assert n == 26 and [r["index"] for r in kept["a"].records] == [1, 3] and len(kept["b"].records) == 2
+    for runs, got in (({"a": run(17), "b": run(26)}, "got none"), ({"a": run(17, 26)}, "got 17, 26"),
+                      ({}, "got none")):
+        with pytest.raises(InputError, match=f"runs: expected .*{got}"):
+            law.at_shared_length(runs)
+
+
 def test_confirmations_count_what_moved_and_what_is_decided():
     """law.confirmations against records written by hand: a capacity moved by a confirming probe, one
     decided by a full-budget failure without moving, and one decided only by a patience failure."""
