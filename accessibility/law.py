@@ -560,7 +560,8 @@ def at_shared_length(runs: Mapping) -> tuple[int, dict]:
         raise InputError("runs: expected exactly one length that every run has records at, got "
                          + (", ".join(map(str, sorted(shared))) or "none"))
     (n,) = shared
-    return n, {label: replace(run, records=[r for r in run.records if r["n"] == n]) for label, run in runs.items()}
+    return n, {label: replace(run, records=[r for r in run.records if r["n"] == n])
+               for label, run in runs.items()}
 
 
 def confirmations(run):

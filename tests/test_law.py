@@ -205,7 +205,8 @@ def test_at_shared_length_keeps_the_one_common_length():
     from accessibility.results import Run
 
     def run(*ns):
-        return Run(folder=None, config={}, records=[{"n": n, "index": i} for i, n in enumerate(ns)], summary=None)
+        records = [{"n": n, "index": i} for i, n in enumerate(ns)]
+        return Run(folder=None, config={}, records=records, summary=None)
 
     n, kept = law.at_shared_length({"a": run(17, 26, 17, 26), "b": run(26, 26)})
     assert n == 26 and [r["index"] for r in kept["a"].records] == [1, 3] and len(kept["b"].records) == 2
