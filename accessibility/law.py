@@ -617,6 +617,27 @@ def confirmations(run):
     return pd.DataFrame(rows)
 
 
+def since_summary(run) -> tuple[list[dict], list[dict]]:
+    """A finished search run's records split by whether their capacity is still the one its summary
+    read: ``(kept, moved)``. An extension in progress (confirmations, say) rewrites a target's record
+    when its search ends, and the summary only when the whole sweep completes, so a table read from
+    the summary describes ``kept`` and the targets in ``moved`` have gone on since.
+    ``run`` is a finished :func:`accessibility.results.load_run` of ``accessibility cram``.
+
+    >>> from accessibility.results import load_run
+    >>> kept, moved = since_summary(load_run("cram-toy-paper"))
+    >>> len(kept) > 0, moved
+    (True, [])
+    """
+    if run.summary is None:
+        raise InputError("run: since_summary needs a finished run (one with a summary.json)")
+    table = {int(m): caps for m, caps in run.summary["capacities"].items()}
+    kept, moved = [], []
+    for r in run.records:
+        (kept if table[int(r["m"])][int(r["index"])] == r["capacity"] else moved).append(r)
+    return kept, moved
+
+
 def wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
     """Wilson score interval of a proportion k/n (scipy's).
 

@@ -166,6 +166,25 @@ def test_complete_points_of_an_unfinished_run_match_the_finished_summary():
         law.complete_points(unfinished, 0)
 
 
+def test_since_summary_splits_records_an_extension_has_moved():
+    """A finished run whose records all match its summary keeps them all; raising one record's capacity
+    (as a confirmation in progress does) moves exactly that record, and every kept capacity is still
+    the summary's at its target (read through :func:`accessibility.cramming.capacities_by_m`)."""
+    from accessibility.cramming import capacities_by_m
+    from accessibility.results import load_run
+
+    run = load_run("cram-smollm2-135m-random-tokens")
+    kept, moved = law.since_summary(run)
+    assert moved == [] and len(kept) == len(run.records)
+    assert capacities_by_m(kept) == {int(m): c for m, c in run.summary["capacities"].items()}
+    bumped = [dict(r, capacity=r["capacity"] + 1) if r["key"] == "random-tokens/m=2/target=3" else r
+              for r in run.records]
+    kept, moved = law.since_summary(dataclasses.replace(run, records=bumped))
+    assert [r["key"] for r in moved] == ["random-tokens/m=2/target=3"] and len(kept) == len(run.records) - 1
+    with pytest.raises(InputError, match="summary"):
+        law.since_summary(dataclasses.replace(run, summary=None))
+
+
 def test_tables_of_saved_runs():
     """The chapter's tables of saved runs: progress of unfinished sweeps, fixed-length runs that differ
     in their settings, capacities on given lengths, and two summaries side by side."""
