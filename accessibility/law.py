@@ -125,7 +125,8 @@ def _table(capacities_by_m: Mapping) -> np.ndarray:
 def logistic_n50(ns, accessibility, require_crossing: bool = True) -> float:
     """The published n_50: midpoint of a logistic 1/(1 + exp((n - n50)/s)) fitted to the points
     (asymptotes fixed at 1 and 0). With ``require_crossing`` (default), NaN when the points never
-    cross 1/2 or the fit fails. Without it, what a fit that checks nothing converges to: started at
+    cross 1/2, lie at one length only (no midpoint and width fit one point) or the fit fails.
+    Without it, what a fit that checks nothing converges to: started at
     the first point when the points never cross, and, when at most one point lies strictly between
     0 and 1 (no finite width fits a single step from a to 0), the limit of its least squares as the
     width goes to 0: the midpoint of a logistic of width :data:`MIN_WIDTH`, within hundredths of a
@@ -135,12 +136,14 @@ def logistic_n50(ns, accessibility, require_crossing: bool = True) -> float:
     6.0
     >>> math.isnan(logistic_n50([10, 20], [0.3, 0.0])), round(logistic_n50([10, 20], [0.3, 0.0], False), 1)
     (True, 10.0)
+    >>> math.isnan(logistic_n50([14], [0.5]))
+    True
     """
     from scipy.optimize import OptimizeWarning, curve_fit, least_squares
 
     ns, acc = np.asarray(ns, float), np.asarray(accessibility, float)
     crosses = acc.max() >= 0.5 >= acc.min()
-    if require_crossing and not crosses:
+    if require_crossing and (not crosses or len(np.unique(ns)) < 2):
         return math.nan
     f = lambda n, mid, s: 1 / (1 + np.exp(np.clip((n - mid) / s, -50, 50)))
     order = np.argsort(ns)
