@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -692,6 +692,34 @@ def mcnemar(a: Mapping, b: Mapping) -> tuple[int, int, float]:
     only_b = sum(bool(b[k]) and not a[k] for k in a)
     p = binomtest(min(only_a, only_b), only_a + only_b).pvalue if only_a + only_b else 1.0
     return only_a, only_b, float(p)
+
+
+def against_draws(reference: Mapping, draws: Sequence[Mapping]) -> tuple[int, float, float]:
+    """Exact test of "the reference is one more draw": ``reference`` and each of the K ``draws`` map the
+    same targets to whether its run succeeded (the draws: networks drawn at random around the reference,
+    each run from the same starts). Under that hypothesis the K + 1 outcomes at a target are
+    exchangeable, so given that c of them succeed there, the reference succeeds with probability
+    c / (K + 1), independently across targets. Returns the reference's count of successes, the draws'
+    mean count, and the two-sided p-value of the reference's count under that Poisson-binomial law (the
+    total probability of counts no more likely than the observed one, as scipy's exact binomial test
+    sums it). With one draw it is the exact McNemar test (:func:`mcnemar`).
+
+    >>> against_draws({0: True, 1: True, 2: False, 3: True}, [{0: False, 1: False, 2: False, 3: True}])
+    (3, 1.0, 0.5)
+    """
+    if not draws:
+        raise InputError("against_draws needs at least one draw")
+    for draw in draws:
+        if set(draw) != set(reference):
+            raise InputError(f"against_draws needs the same targets in every draw; only in one: "
+                             f"{sorted(set(draw) ^ set(reference))}")
+    pmf = np.ones(1)                                      # distribution of the reference's count
+    for target in reference:
+        share = (bool(reference[target]) + sum(bool(d[target]) for d in draws)) / (len(draws) + 1)
+        pmf = np.convolve(pmf, [1 - share, share])
+    count = sum(bool(v) for v in reference.values())
+    p = pmf[pmf <= pmf[count] * (1 + 1e-7)].sum()
+    return count, sum(sum(map(bool, d.values())) for d in draws) / len(draws), float(min(1.0, p))
 
 
 def solved(records, by=("m", "n"), teacher: bool = False, confidence: float = 0.95):

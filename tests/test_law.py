@@ -292,6 +292,35 @@ def test_mcnemar_is_the_exact_binomial_sum_over_discordant_pairs():
         law.mcnemar({0: True}, {1: True})
 
 
+def test_against_draws_is_mcnemar_for_one_draw_and_a_label_permutation_test_for_several():
+    """One draw: the McNemar p-value. Several: the p-value of a brute-force permutation test that
+    shuffles which of the K + 1 networks is the reference at each target independently (every
+    assignment equally likely), summing the probability of the counts no more likely than the observed."""
+    from collections import Counter
+    from itertools import product
+
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        a, b = ({t: bool(x) for t, x in enumerate(rng.integers(0, 2, 9))} for _ in range(2))
+        assert law.against_draws(a, [b])[2] == pytest.approx(law.mcnemar(a, b)[2], rel=1e-9)
+    for _ in range(10):
+        targets, k = 5, 2
+        outcomes = rng.integers(0, 2, (k + 1, targets)).astype(bool)    # row 0: the reference
+        reference, *draws = ({t: bool(x) for t, x in enumerate(row)} for row in outcomes)
+        counts = Counter(sum(outcomes[pick[t], t] for t in range(targets))
+                         for pick in product(range(k + 1), repeat=targets))
+        total = sum(counts.values())
+        observed = counts[int(outcomes[0].sum())]
+        expected = sum(c for c in counts.values() if c <= observed) / total
+        count, mean, p = law.against_draws(reference, draws)
+        assert count == outcomes[0].sum() and mean == outcomes[1:].sum() / k
+        assert p == pytest.approx(expected, rel=1e-9)
+    with pytest.raises(InputError, match="same targets"):
+        law.against_draws({0: True}, [{0: True}, {1: True}])
+    with pytest.raises(InputError, match="at least one draw"):
+        law.against_draws({0: True}, [])
+
+
 def test_a_verdict_against_one_half_holds_for_every_way_the_unfinished_runs_can_end():
     of = 16
     for runs in range(of + 1):
