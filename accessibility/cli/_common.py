@@ -39,8 +39,8 @@ def add_model_arguments(parser, default: str) -> None:
     """--model, --dtype (weights), --device, --allow-download."""
     parser.add_argument("--model", default=default, metavar="NAME",
                         help=f"toy, smollm2-135m, gemma-3-270m (and its variants gemma-3-270m-random, "
-                        f"gemma-3-270m-dithered), a paper model (pythia-160m, qwen2.5-0.5b, llama-3.2-1b, "
-                        f"...), a hub id or a local folder (default {default})")
+                        f"gemma-3-270m-dithered[-DRAW]), a paper model (pythia-160m, qwen2.5-0.5b, "
+                        f"llama-3.2-1b, ...), a hub id or a local folder (default {default})")
     parser.add_argument("--dtype", choices=DTYPES, default="float32", help="dtype of the model weights "
                         "(default %(default)s)")
     add_device_argument(parser)
