@@ -915,7 +915,8 @@ def target_length(config: CramConfig, protocol: str = "search", grid: Sequence[i
 def sweep(lm, kind: str, ms: Sequence[int], count: int, config: CramConfig, *, protocol: str = "search",
           grid: Sequence[int] | None = None, scan: dict | None = None, seed: int = 0, log=None, known=(),
           batch_size: int = 16, progress: bool = False, shard: tuple[int, int] = (0, 1),
-          inflight=None, lengths: Mapping[int, Mapping[int, int]] | None = None) -> list[dict]:
+          inflight=None, lengths: Mapping[int, Mapping[int, int]] | None = None,
+          init_seed: int | None = None) -> list[dict]:
     """Run targets 0..count-1 of ``kind`` at each m under ``protocol``; returns the records.
 
     ``search``: one record per (m, target) with its certified capacity (:func:`cram`).
@@ -940,6 +941,9 @@ def sweep(lm, kind: str, ms: Sequence[int], count: int, config: CramConfig, *, p
     ``inflight`` (an :class:`~accessibility.results.Inflight`) keeps the state of the searches in
     flight, so that a killed sweep also resumes its unfinished targets where they were; it is cleared
     when the sweep ends.
+    ``seed`` fixes the targets and, unless ``init_seed`` is given, each target's initial [mem]; another
+    ``init_seed`` keeps the targets and draws other starts (the control for how far the optimiser's start
+    alone moves a result).
     """
     from accessibility.results import latest
     from accessibility.targets import make_targets, target_kind
@@ -985,8 +989,9 @@ def sweep(lm, kind: str, ms: Sequence[int], count: int, config: CramConfig, *, p
                       if (k := record_key(kind, m, i, n)) in found and not chain_broken(found[k])}
             checkpoint = None if inflight is None else (
                 lambda states: inflight.save({record_key(kind, m, i, n): v for i, v in states.items()}))
-            cram(lm, tg[todo], m, cfg, seed=seed, indices=todo, batch_size=batch_size, progress=progress,
-                 on_result=keep(m, n), resume=resume, on_checkpoint=checkpoint, reopen=reopen)
+            cram(lm, tg[todo], m, cfg, seed=seed if init_seed is None else init_seed, indices=todo,
+                 batch_size=batch_size, progress=progress, on_result=keep(m, n), resume=resume,
+                 on_checkpoint=checkpoint, reopen=reopen)
         return [found[k] for i in (range(count) if only is None else only)
                 if (k := record_key(kind, m, i, n)) in found]
 

@@ -84,6 +84,19 @@ def test_init_scale_reaches_the_config_and_scales_the_initial_mem():
     torch.testing.assert_close(start[0.25], 0.25 * start[1.0])
 
 
+def test_init_seed_lands_in_its_own_folder_and_defaults_to_the_seed():
+    """--init-seed joins the run's config only where it differs from --seed, so the runs made before the
+    flag keep their folder hash."""
+    from accessibility.cli import build_parser
+    from accessibility.cli.cram import run_config
+    from accessibility.results import config_hash
+
+    hashed = lambda *extra: config_hash(run_config(build_parser("cram").parse_args([*ARGS, *extra])))
+    assert hashed("--init-seed", "0") == hashed() != hashed("--init-seed", "1")
+    assert hashed("--seed", "1", "--init-seed", "1") == hashed("--seed", "1")
+    assert run_config(build_parser("cram").parse_args([*ARGS, "--init-seed", "3"]))["init_seed"] == 3
+
+
 def test_batched_and_one_at_a_time_commands_agree_in_float64(tmp_path, capsys):
     """In float64 the batched engine and one-at-a-time runs give identical capacities (in float32
     they agree up to rounding, which a few hundred optimiser steps can amplify)."""

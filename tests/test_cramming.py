@@ -224,6 +224,20 @@ def test_an_old_record_is_extended_as_a_fresh_search_ends_bitwise(toy, monkeypat
         assert e.steps == fresh[i].steps + sum(r[2] for r in e.replays)
 
 
+def test_init_seed_keeps_the_targets_and_draws_other_starts(toy64):
+    """A sweep with ``init_seed`` runs the targets of its ``seed`` from the starts of ``init_seed``
+    (as :func:`cram` given that seed), and differs from the default run, which equals init_seed = seed."""
+    cfg = replace(SMALL, max_steps=20)
+    targets = make_targets(toy64, "random-tokens", 3, cfg.n_max, seed=5)
+    outcome = lambda recs: [(r["index"], r["capacity"], r["steps"], r["probes"]) for r in recs]
+    default = outcome(cr.sweep(toy64, "random-tokens", [1], 3, cfg, seed=5))
+    other = outcome(cr.sweep(toy64, "random-tokens", [1], 3, cfg, seed=5, init_seed=9))
+    direct = [(r.index, r.capacity, r.steps, r.probes) for r in cr.cram(toy64, targets, 1, cfg, seed=9)]
+    assert other == [(i, c, s, [list(p) for p in probes]) for i, c, s, probes in direct]
+    assert other != default
+    assert outcome(cr.sweep(toy64, "random-tokens", [1], 3, cfg, seed=5, init_seed=5)) == default
+
+
 def test_a_sweep_extends_old_records_and_keeps_them(toy64, tmp_path, monkeypatch):
     """Resuming a sweep whose records predate confirmations extends each undecided record in place:
     the log keeps the first line, the extended record replaces it on reading, and its seconds include

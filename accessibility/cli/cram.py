@@ -84,6 +84,9 @@ def add_arguments(parser) -> None:
                         help="targets per forward pass (1: one at a time)")
     parser.add_argument("--seed", type=int, default=0, help="fixes the targets and the initial [mem]; an "
                         "integer in [0, 2^63)")
+    parser.add_argument("--init-seed", type=int, default=None,
+                        help="fixes the initial [mem] alone (default: --seed): the same targets from other "
+                        "starts; an integer in [0, 2^63)")
     parser.add_argument("--first-token", choices=("given", "predicted"), default="given",
                         help="t_1 is an input (published protocol) or must be produced by [mem]")
     parser.add_argument("--prefix", default=CramConfig.prefix,
@@ -155,8 +158,11 @@ def run_config(args) -> dict:
     from accessibility.checks import seed
     from accessibility.targets import target_kind
 
-    return {"model": args.model, "dtype": args.dtype, "kind": target_kind(args.kind),
-            "seed": seed("--seed", args.seed), "protocol": args.protocol, "cram": config_from_args(args)}
+    config = {"model": args.model, "dtype": args.dtype, "kind": target_kind(args.kind),
+              "seed": seed("--seed", args.seed), "protocol": args.protocol, "cram": config_from_args(args)}
+    if args.init_seed is not None and seed("--init-seed", args.init_seed) != args.seed:
+        config["init_seed"] = args.init_seed   # absent by default: the runs before the flag keep their hash
+    return config
 
 
 def check(args):
@@ -265,7 +271,7 @@ def run(args, folder) -> dict:
     records = sweep(lm, kind, ms, args.targets, config["cram"], protocol=args.protocol, grid=grid,
                     seed=args.seed, log=log, known=read_records(folder), batch_size=args.batch_size,
                     progress=args.progress, shard=shard, inflight=Inflight(folder, *shard, log=log),
-                    lengths=lengths)
+                    lengths=lengths, init_seed=config.get("init_seed"))
     if lengths is not None:
         summary = summarize_own_lengths(records, ms, args.targets, args.n_from, lengths)
     else:
