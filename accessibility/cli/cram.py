@@ -82,8 +82,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--preset", choices=("paper", "quick"), default="quick", help="optimiser preset")
     parser.add_argument("--batch-size", type=int, default=batch,
                         help="targets per forward pass (1: one at a time)")
-    parser.add_argument("--seed", type=int, default=0, help="fixes the targets and the initial [mem]; an "
-                        "integer in [0, 2^63)")
+    parser.add_argument("--seed", type=int, default=0, help="fixes the targets and (unless --init-seed) "
+                        "the initial [mem]; an integer in [0, 2^63)")
     parser.add_argument("--init-seed", type=int, default=None,
                         help="fixes the initial [mem] alone (default: --seed): the same targets from other "
                         "starts; an integer in [0, 2^63)")
