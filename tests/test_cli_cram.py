@@ -1,6 +1,7 @@
 """``accessibility cram``: the JSON keys, resumption from the run folder, --batch-size 1, the precision of
 the theory slope, the text table and bad input."""
 
+import functools
 import json
 
 import pytest
@@ -175,6 +176,45 @@ def test_only_a_complete_sweep_writes_the_summary(tmp_path, capsys, monkeypatch)
     monkeypatch.delenv("WORLD_SIZE")
     monkeypatch.delenv("RANK")
     assert _run(capsys, "--save", str(folder))["n50"] == last["n50"]
+
+
+def test_ranks_extending_records_at_once_summarise_every_rank_as_it_is_when_they_end(tmp_path, capsys,
+                                                                                    monkeypatch):
+    """Two ranks extending a run's records from before confirmations at the same time: rank 1, ending
+    while rank 0's records still await their confirmations, leaves the summary alone; rank 0, which
+    began before rank 1 extended its records and ends last, summarises every rank's records as the
+    logs hold them then, not as they were when it began."""
+    from accessibility import cramming
+
+    folder = tmp_path / "run"
+    with monkeypatch.context() as patch:                       # the search before confirmations
+        patch.setattr(cramming, "decided", lambda *a: True)
+        _run(capsys, "--save", str(folder))
+    old = load_run(folder)
+    config = cramming.CramConfig(**old.config["config"]["cram"])
+    assert {r["index"] for r in old.records if not cramming.search_decided(r, config)} == {0, 1}
+    old_summary = (folder / "summary.json").read_text()
+    real_sweep = cramming.sweep
+
+    @functools.wraps(real_sweep)
+    def rank_1_meanwhile(*args, shard, **kwargs):      # rank 0 has read the logs; rank 1 runs whole
+        if shard == (0, 2):
+            monkeypatch.setenv("RANK", "1")
+            assert main([*ARGS, "--save", str(folder)]) == 0
+            capsys.readouterr()
+            assert (folder / "summary.json").read_text() == old_summary
+        return real_sweep(*args, shard=shard, **kwargs)
+
+    monkeypatch.setattr(cramming, "sweep", rank_1_meanwhile)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "0")
+    last = _run(capsys, "--save", str(folder))
+    now = load_run(folder)
+    assert all(cramming.search_decided(r, config) for r in now.records)
+    assert now.summary["capacities"] == last["capacities"] == {
+        str(m): caps for m, caps in cramming.capacities_by_m(now.records).items()}
+    assert now.summary["compute_seconds"] == pytest.approx(sum(r["seconds"] for r in now.records))
+    assert now.summary["targets_done"] == {"1": 2, "2": 2}
 
 
 def test_a_narrower_resume_prints_its_view_and_keeps_the_wider_summary(tmp_path, capsys):

@@ -272,6 +272,8 @@ def run(args, folder) -> dict:
                     seed=args.seed, log=log, known=read_records(folder), batch_size=args.batch_size,
                     progress=args.progress, shard=shard, inflight=Inflight(folder, *shard, log=log),
                     lengths=lengths, init_seed=config.get("init_seed"))
+    if args.protocol == "search":
+        records = current_records(folder, kind, ms, args.targets)
     if lengths is not None:
         summary = summarize_own_lengths(records, ms, args.targets, args.n_from, lengths)
     else:
@@ -282,6 +284,17 @@ def run(args, folder) -> dict:
     summary.update(model=lm.info.name, kind=kind, protocol=args.protocol,
                    compute_seconds=None if None in seconds else sum(seconds), config_hash=config_hash(config))
     return {**summary, **_save_summary(folder, config, summary), "folder": str(folder)}
+
+
+def current_records(folder, kind: str, ms, count: int) -> list[dict]:
+    """The search records of targets 0..count-1 at each m as the folder's logs hold them now, in the
+    order of a sweep. A rank of a split sweep began from the other ranks' records as they were then,
+    and those ranks may have extended theirs since (confirmations), so its summary reads them again."""
+    from accessibility.results import read_records
+
+    found = {(int(r["m"]), int(r["index"])): r for r in read_records(folder)
+             if "n" not in r and r["kind"] == kind}
+    return [found[m, i] for m in ms for i in range(count) if (m, i) in found]
 
 
 def _save_summary(folder, config: dict, summary: dict) -> dict:
@@ -328,12 +341,16 @@ def summarize_protocol(protocol: str, records, info, ms, count: int, *, seed: in
     (with each target's capacity; ``config``, the search's CramConfig, flags undecided capacities),
     or the published protocol's :class:`~accessibility.law.PointsSummary` (with the grid and the cost
     model), as JSON; both say how many targets per m are complete (a sweep split across processes is
-    complete once every rank has run)."""
-    from accessibility.cramming import capacities_by_m, points_by_m
+    complete once every rank has run; a search target once its record is decided, not one that a sweep
+    would still extend, as another rank may be doing)."""
+    from accessibility.cramming import capacities_by_m, points_by_m, search_decided
     from accessibility.law import summarize, summarize_points
 
     model = {"d_model": info.d_model, "vocab_size": info.vocab_size, **precision}
-    done = {"targets_done": {str(m): len({r["index"] for r in records if r["m"] == m}) for m in ms},
+    finished = (lambda r: True) if protocol != "search" or config is None else \
+        (lambda r: search_decided(r, config))
+    done = {"targets_done": {str(m): len({r["index"] for r in records if r["m"] == m and finished(r)})
+                             for m in ms},
             "targets": count}
     if protocol == "search":
         law = summarize(records, seed=seed, config=config, **model)
