@@ -366,6 +366,12 @@ def test_execution_cache_is_emptied_when_the_package_changes(tmp_path, monkeypat
     assert book_build.inputs_key(repo) == key
     (repo / "accessibility" / "data" / "run.json").write_text('{"n50": 3}')
     assert book_build.inputs_key(repo) != key
+    key = book_build.inputs_key(repo)
+    for name in ("inflight.json", "inflight-rank1.json"):    # a run going on in a shipped run's folder
+        (repo / "accessibility" / "data" / name).write_text("{}")
+    assert book_build.inputs_key(repo) == key
+    (repo / "accessibility" / "data" / "records-rank1.jsonl").write_text("{}\n")
+    assert book_build.inputs_key(repo) != key
 
     app = SimpleNamespace(outdir=str(tmp_path / "_build" / "html"))
     keys = iter(["a", "a", "b", "b"])
