@@ -290,11 +290,11 @@ def current_records(folder, kind: str, ms, count: int) -> list[dict]:
     """The search records of targets 0..count-1 at each m as the folder's logs hold them now, in the
     order of a sweep. A rank of a split sweep began from the other ranks' records as they were then,
     and those ranks may have extended theirs since (confirmations), so its summary reads them again."""
+    from accessibility.cramming import record_key
     from accessibility.results import read_records
 
-    found = {(int(r["m"]), int(r["index"])): r for r in read_records(folder)
-             if "n" not in r and r["kind"] == kind}
-    return [found[m, i] for m in ms for i in range(count) if (m, i) in found]
+    found = {r["key"]: r for r in read_records(folder)}
+    return [found[k] for m in ms for i in range(count) if (k := record_key(kind, m, i)) in found]
 
 
 def _save_summary(folder, config: dict, summary: dict) -> dict:
