@@ -26,6 +26,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import shlex
 import signal
 import sys
@@ -441,6 +442,23 @@ def records_file(folder: str | os.PathLike, rank: int = 0, world: int = 1, name:
     return Path(folder) / (name if world == 1 else f"{stem}-rank{rank}{dot}{ext}")
 
 
+def process_files(folder, name: str = RECORDS_FILE) -> list:
+    """Every process's ``name`` file in ``folder`` (a path or a shipped resource), as
+    :func:`records_file` names them (``name`` and ``<stem>-rank<r>.<ext>``; nothing else), by name.
+
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> for file in ("records.jsonl", "records-rank1.jsonl", "records-old.jsonl", "inflight-rank0.json"):
+    ...     _ = (folder / file).write_text("")
+    >>> [p.name for p in process_files(folder)], [p.name for p in process_files(folder, INFLIGHT_FILE)]
+    (['records-rank1.jsonl', 'records.jsonl'], ['inflight-rank0.json'])
+    """
+    folder = Path(folder) if isinstance(folder, (str, os.PathLike)) else folder
+    stem, dot, ext = name.partition(".")
+    own = re.compile(rf"{re.escape(stem)}(-rank\d+)?{re.escape(dot + ext)}")
+    return sorted((p for p in folder.iterdir() if own.fullmatch(p.name)), key=lambda p: p.name) \
+        if folder.is_dir() else []
+
+
 def latest(records) -> list[dict]:
     """One record per key, in the order keys first appear: the one with the most ``steps`` (a unit of
     work extended after it was first written), the first of equals.
@@ -461,12 +479,7 @@ def read_records(folder) -> list[dict]:
     """Every record of a run folder (a path or a shipped resource): ``records.jsonl`` and each
     rank's log, merged by key (:func:`latest`: an extended record replaces the one it extends,
     whichever log holds it); torn last lines are ignored."""
-    folder = Path(folder) if isinstance(folder, (str, os.PathLike)) else folder
-    if not folder.is_dir():
-        return []
-    logs = sorted(p for p in folder.iterdir() if p.name.startswith(RECORDS_FILE.split(".")[0])
-                  and p.name.endswith(".jsonl"))
-    return latest(record for log in logs for record in _parse_log(log))
+    return latest(record for log in process_files(folder) for record in _parse_log(log))
 
 
 def _parse_log(log) -> list[dict]:
@@ -509,8 +522,7 @@ class Inflight:
             self.log.carry(read_json(self.path).get("seconds") or 0.0)
 
     def _files(self) -> list[Path]:
-        stem = INFLIGHT_FILE.split(".")[0]
-        return sorted(self.folder.glob(f"{stem}*.json")) if self.folder.is_dir() else []
+        return process_files(self.folder, INFLIGHT_FILE)
 
     def save(self, states: Mapping[str, Mapping]) -> None:
         seconds = self.log.pending_seconds() if self.log is not None else None

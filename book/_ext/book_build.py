@@ -34,7 +34,7 @@ from docutils import nodes
 from sphinx.util import logging
 
 from accessibility import BOOK_BUILD_ENV, quick_mode  # cheap: the package's __init__ imports nothing heavy
-from accessibility.results import INFLIGHT_FILE
+from accessibility.results import INFLIGHT_FILE, process_files
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The ``es5`` folder of the npm package ``mathjax@3`` (``make mathjax``).
@@ -65,11 +65,11 @@ def inputs_key(root: Path = ROOT) -> str:
     their versions, and the Python version. The in-flight state of a run going on in a shipped run's
     folder (:data:`accessibility.results.INFLIGHT_FILE`, per rank) is left out: no chapter reads it,
     and a run writes it as it goes."""
-    stem, ext = INFLIGHT_FILE.split(".")
     digest = hashlib.sha256(sys.version.encode())
     files = [f for f in sorted((root / "accessibility").rglob("*"))
-             if f.is_file() and "__pycache__" not in f.parts
-             and not re.fullmatch(rf"{stem}(-rank\d+)?\.{ext}", f.name)]
+             if f.is_file() and "__pycache__" not in f.parts]
+    inflight = {p for folder in {f.parent for f in files} for p in process_files(folder, INFLIGHT_FILE)}
+    files = [f for f in files if f not in inflight]
     for file in [*files, root / "pyproject.toml"]:
         digest.update(f"\0{file.relative_to(root)}\0".encode())
         digest.update(file.read_bytes())
