@@ -347,8 +347,7 @@ def summarize_protocol(protocol: str, records, info, ms, count: int, *, seed: in
     from accessibility.law import summarize, summarize_points
 
     model = {"d_model": info.d_model, "vocab_size": info.vocab_size, **precision}
-    finished = (lambda r: True) if protocol != "search" or config is None else \
-        (lambda r: search_decided(r, config))
+    finished = lambda r: protocol != "search" or config is None or search_decided(r, config)
     done = {"targets_done": {str(m): len({r["index"] for r in records if r["m"] == m and finished(r)})
                              for m in ms},
             "targets": count}
