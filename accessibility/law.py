@@ -641,6 +641,27 @@ def since_summary(run) -> tuple[list[dict], list[dict]]:
     return kept, moved
 
 
+def replays(run) -> dict[str, int]:
+    """How the replays of a saved search run rebuilt its records' [mem] (each record as first extended,
+    before any search again: its ``redone`` when it has one): ``records`` replayed, ``broken`` of them
+    (:func:`accessibility.cramming.chain_broken`), ``probes`` replayed and ``same`` of those that took as
+    many steps as the solved probe they reran (all of them when the replay is bitwise).
+    ``run`` is a :func:`accessibility.results.load_run` of ``accessibility cram``.
+
+    >>> from accessibility.results import load_run
+    >>> counts = replays(load_run("cram-gemma-3-270m-random-words"))
+    >>> counts["broken"], counts["records"] == 32, counts["same"] <= counts["probes"]
+    (0, True, True)
+    """
+    from accessibility.cramming import chain_broken
+
+    replayed = [o for r in run.records if (o := r.get("redone", r)).get("replays")]
+    return {"records": len(replayed), "broken": sum(map(chain_broken, replayed)),
+            "probes": sum(len(r["replays"]) for r in replayed),
+            "same": sum(a[2] == p[2] for r in replayed
+                        for a, p in zip(r["replays"], [p for p in r["probes"] if p[1]]))}
+
+
 def wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
     """Wilson score interval of a proportion k/n (scipy's).
 
