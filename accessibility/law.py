@@ -8,6 +8,7 @@ capacity at least n, and n_50 its median.
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -645,21 +646,27 @@ def replays(run) -> dict[str, int]:
     """How the replays of a saved search run rebuilt its records' [mem] (each record as first extended,
     before any search again: its ``redone`` when it has one): ``records`` replayed, ``broken`` of them
     (:func:`accessibility.cramming.chain_broken`), ``probes`` replayed and ``same`` of those that took as
-    many steps as the solved probe they reran (all of them when the replay is bitwise).
+    many steps as the solved probe they reran (all of them when the replay is bitwise); and of the
+    ``commands`` that wrote the run, ``one_thread`` gave ``--threads 1`` (bitwise replays need it).
     ``run`` is a :func:`accessibility.results.load_run` of ``accessibility cram``.
 
     >>> from accessibility.results import load_run
     >>> counts = replays(load_run("cram-gemma-3-270m-random-words"))
     >>> counts["broken"], counts["records"] == 32, counts["same"] <= counts["probes"]
     (0, True, True)
+    >>> counts["one_thread"] == counts["commands"] > 1
+    True
     """
     from accessibility.cramming import chain_broken
 
     replayed = [o for r in run.records if (o := r.get("redone", r)).get("replays")]
+    commands = run.config.get("commands", [run.config["command"]])
     return {"records": len(replayed), "broken": sum(map(chain_broken, replayed)),
             "probes": sum(len(r["replays"]) for r in replayed),
             "same": sum(a[2] == p[2] for r in replayed
-                        for a, p in zip(r["replays"], [p for p in r["probes"] if p[1]]))}
+                        for a, p in zip(r["replays"], [p for p in r["probes"] if p[1]])),
+            "commands": len(commands),
+            "one_thread": sum(re.search(r"--threads[ =]1(\s|$)", c) is not None for c in commands)}
 
 
 def wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
