@@ -493,7 +493,8 @@ class _Slots:
         record's [mem] the confirming probe starts at once; without it, the solved probes are first
         run again in order (``replay``, each from the previous one's solution as in the search, for
         the full budget), which on one CPU thread in float32 rebuilds that [mem] bitwise when this
-        version's batching wrote the record (tested). Older records are rebuilt only approximately: a
+        version's batching wrote the record on the same kind of CPU (tested on one machine; another
+        CPU may take other kernels). Older records are rebuilt only approximately: a
         replay may fail where the original solved (:func:`chain_broken`), and the search then goes on
         from the longest solution rebuilt while the record keeps its certified capacity."""
         self.probes[s] = upgrade_probes(record["probes"], config.warm_start)
