@@ -570,9 +570,10 @@ def at_shared_length(runs: Mapping) -> tuple[int, dict]:
 
 def confirmations(run):
     """How a saved search run's capacities were decided (a DataFrame, one row per m): the targets, how
-    many capacities a failure with the full budget decided (:func:`accessibility.cramming.search_decided`:
-    the others are certified lower bounds of what confirming them would give), how many searches ran a
-    confirming probe, how many capacities it moved up and by how many tokens at most, and n_50 (median
+    many capacities a failure with the full budget decided and how many searches solved n_max instead
+    (:func:`accessibility.cramming.search_decided` counts both; a capacity at n_max is censored there,
+    and an undecided one is a certified lower bound of what confirming it would give), how many searches
+    ran a confirming probe, how many capacities it moved up and by how many tokens at most, and n_50 (median
     and :func:`survival_n50`) before the confirmations (:func:`accessibility.cramming.unconfirmed_capacity`)
     and after. A record searched again from scratch (``redone``: its solution was not rebuilt) is
     compared with the search it replaced, and may have moved down. The undecided capacities are split
@@ -585,7 +586,7 @@ def confirmations(run):
 
     >>> from accessibility.results import load_run
     >>> table = confirmations(load_run("cram-toy-paper"))
-    >>> bool((table["decided by a full-budget failure"] == table["targets"]).all())
+    >>> bool((table["decided by a full-budget failure"] + table["at n_max"] == table["targets"]).all())
     True
     """
     import pandas as pd
@@ -600,6 +601,8 @@ def confirmations(run):
         before = np.array([unconfirmed_capacity(r) for r in recs])
         after = np.array([r["capacity"] for r in recs])
         decided = [search_decided(r, config) for r in recs]
+        at_max = [ok and shortest_failure(r["probes"], r["capacity_teacher"])[0] is None
+                  for r, ok in zip(recs, decided)]      # decided by solving n_max, not by a failure
         undecided = [r for r, ok in zip(recs, decided) if not ok]
         lost = sum(map(chain_broken, undecided))
         longest = []     # per other undecided capacity, the most steps a failure at its deciding length ran
@@ -607,7 +610,8 @@ def confirmations(run):
             hi, _ = shortest_failure(r["probes"], r["capacity_teacher"])
             longest.append(max(p[2] for p in r["probes"] if not p[1] and p[0] == hi))
         short = sum(steps < config.max_steps for steps in longest)
-        rows.append({"m": m, "targets": len(recs), "decided by a full-budget failure": sum(decided),
+        rows.append({"m": m, "targets": len(recs),
+                     "decided by a full-budget failure": sum(decided) - sum(at_max), "at n_max": sum(at_max),
                      "confirmed": sum(any(len(p) > 4 and p[4] == "confirm" for p in r["probes"])
                                       for r in recs),
                      "searched again": sum("redone" in r for r in recs),

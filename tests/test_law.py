@@ -237,7 +237,8 @@ def test_at_shared_length_keeps_the_one_common_length():
 
 def test_confirmations_count_what_moved_and_what_is_decided():
     """law.confirmations against records written by hand: a capacity moved by a confirming probe, one
-    decided by a full-budget failure without moving, and one decided only by a patience failure."""
+    decided by a full-budget failure without moving, one decided only by a patience failure, and one
+    at n_max (decided, but by no failure)."""
     from types import SimpleNamespace
 
     from accessibility.cramming import CramConfig
@@ -276,6 +277,14 @@ def test_confirmations_count_what_moved_and_what_is_decided():
     row = law.confirmations(SimpleNamespace(config=run.config, records=[moved, held, redone])).iloc[0]
     counted = ["decided by a full-budget failure", "searched again", "moved", "moved down", "largest move"]
     assert row[counted].tolist() == [3, 1, 1, 1, 4] and row["n50 before"] == 8.0 and row["n50 after"] == 9.0
+    # full: solved n_max = 16 after a patience failure at 13 that a confirming probe then solved
+    full = {"m": 1, "capacity": 16, "capacity_teacher": 16, "probes": [
+        [8, True, 90, "solved", "init"], [12, True, 100, "solved", "warm"],
+        [13, False, 150, "patience", "warm"], [13, True, 400, "solved", "confirm"],
+        [16, True, 70, "solved", "warm"]]}
+    row = law.confirmations(SimpleNamespace(config=run.config, records=[moved, held, weak, full])).iloc[0]
+    counted = ["targets", "decided by a full-budget failure", "at n_max", "moved", "largest move"]
+    assert row[counted].tolist() == [4, 2, 1, 2, 4] and row["undecided: failure cut short"] == 1
 
 
 def test_mcnemar_is_the_exact_binomial_sum_over_discordant_pairs():
