@@ -332,10 +332,41 @@ class Run:
 
 
 def run_meta(kind: str, config, command: str | None = None) -> dict:
-    """The ``config.json`` of a run: kind, config, its hash, the command, the versions, the time."""
+    """The ``config.json`` of a run: kind, config, its hash, the command, the versions, the machine,
+    the time."""
     return {"kind": kind, "config": json.loads(to_json(config)), "config_hash": config_hash(config),
             "command": command or command_line(), "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "versions": _versions()}
+            "versions": _versions(), "machines": [machine()]}
+
+
+#: What ``machines`` in a run's ``config.json`` lists first for a folder written before machines were
+#: recorded.
+UNRECORDED = "(earlier machines not recorded)"
+
+
+def machine() -> str:
+    """The kind of machine this process computes on, as far as it picks the kernels (and so the
+    rounding) of a run: the architecture, the CPU model, and torch's CPU capability and CUDA device
+    where torch is loaded. Two runs of the same code and command are bitwise alike only on the same
+    kind of machine, so :func:`save_run` records it.
+
+    >>> import platform
+    >>> machine().startswith(platform.machine())
+    True
+    """
+    import platform
+
+    cpu = platform.processor()
+    with contextlib.suppress(OSError):
+        models = re.findall(r"^model name\s*:\s*(.+)$", Path("/proc/cpuinfo").read_text(), re.M)
+        cpu = models[0].strip() if models else cpu
+    parts = [platform.machine(), cpu]
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        parts.append(f"torch CPU {torch.backends.cpu.get_cpu_capability()}")
+        if torch.cuda.is_available():
+            parts.append(f"CUDA {torch.cuda.get_device_name()}")
+    return ", ".join(filter(None, parts))
 
 
 def default_folder(kind: str, config) -> Path:
@@ -399,6 +430,8 @@ def save_run(folder: str | os.PathLike, config: Mapping, records=(), summary=Non
     overwritten. Saving again into a folder keeps its ``created`` time; when the command differs (a
     sweep extended to more m or targets), ``commands`` lists every command that wrote to the folder,
     in order, and ``command`` is the one that wrote the summary (the last one while there is none).
+    ``machines`` lists every kind of machine (:func:`machine`) that wrote to it, in the order of their
+    first write (after :data:`UNRECORDED` in a folder written before machines were recorded).
     ``records`` (when given) replace ``records.jsonl``; none leave an existing log alone (resumable
     commands append to it while they run). ``summary`` (a mapping or a dataclass) is written when given.
     """
@@ -412,7 +445,10 @@ def save_run(folder: str | os.PathLike, config: Mapping, records=(), summary=Non
         commands = old.get("commands", [old["command"]])
         commands += [meta["command"]] if meta["command"] != commands[-1] else []
         kept = summary is None and (folder / SUMMARY_FILE).exists()   # the summary's command stays
-        meta.update(created=old["created"], **({"command": old["command"]} if kept else {}),
+        machines = old.get("machines", [UNRECORDED])
+        machines += [m for m in meta["machines"] if m not in machines]
+        meta.update(created=old["created"], machines=machines,
+                    **({"command": old["command"]} if kept else {}),
                     **({"commands": commands} if len(commands) > 1 else {}))
     elif folder.is_dir() and _contents(folder):
         raise InputError(f"{folder} holds files but no {CONFIG_FILE}: not a saved run, and never overwritten")

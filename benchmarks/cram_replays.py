@@ -14,8 +14,8 @@ code wrote a record, on the same kind of machine, every replayed probe takes the
 (records of older versions replay only approximately); a shipped replay that differs from the
 original while this one matches it ran elsewhere (another machine's kernels).
 Prints one JSON object: per target, ``[length, original steps, shipped replay steps, steps now]`` for
-each probe replayed (``None`` where the run ships no replay of it), and the machine (architecture and
-the CPU kernels torch dispatches to).
+each probe replayed (``None`` where the run ships no replay of it), and the machine
+(:func:`accessibility.results.machine`; runs saved since record theirs in ``config.json``).
 """
 
 from __future__ import annotations
@@ -23,13 +23,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import platform
 
 import torch
 
 from accessibility import cramming
 from accessibility.models import load_model
-from accessibility.results import latest, load_run
+from accessibility.results import latest, load_run, machine
 from accessibility.targets import make_targets
 
 
@@ -80,7 +79,7 @@ def main(argv=None) -> dict:
         out[t] = [[q[0], q[2], shipped[i][2] if i < len(shipped) else None, now[2]]
                   for i, (q, now) in enumerate(zip(solved, done[t][:n]))]
     print(json.dumps({"run": args.run, "m": args.m, "batch_size": args.batch_size, "replays": out,
-                      "machine": [platform.machine(), torch.backends.cpu.get_cpu_capability()]}))
+                      "machine": machine()}))
     return out
 
 

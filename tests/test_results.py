@@ -44,7 +44,9 @@ def test_record_log_parses_once_omits_and_times(tmp_path, monkeypatch):
     assert [r["key"] for r in resumed.records()] == ["a", "b"] and len(reads) == 1
 
 
-def test_save_and_load_a_run(tmp_path):
+def test_save_and_load_a_run(tmp_path, monkeypatch):
+    import accessibility.results as results
+
     folder = tmp_path / "run"
     config = {"kind": "demo", "config": {"n": 3}, "command": "accessibility demo --n 3"}
     assert save_run(folder, config) == folder                      # started: config only
@@ -73,6 +75,16 @@ def test_save_and_load_a_run(tmp_path):
     assert again.config["commands"] == ["accessibility demo --n 3", "accessibility demo --n 3 --more"]
     save_run(folder, {**config, "command": "accessibility demo --n 3 --less"})   # no summary: the folder's
     assert load_run(folder).command == "accessibility demo --n 3 --more"         # stays that of its summary
+    here = results.machine()
+    assert load_run(folder).config["machines"] == [here]
+    monkeypatch.setattr(results, "machine", lambda: "elsewhere")                 # another machine writes
+    save_run(folder, config)
+    save_run(folder, config)
+    assert load_run(folder).config["machines"] == [here, "elsewhere"]
+    old = {k: v for k, v in load_run(folder).config.items() if k != "machines"}   # written before machines
+    (folder / "config.json").write_text(json.dumps(old))
+    save_run(folder, config)
+    assert load_run(folder).config["machines"] == [results.UNRECORDED, "elsewhere"]
     with pytest.raises(InputError, match="no saved run 'nowhere'.*shipped"):
         load_run("nowhere")
     with pytest.raises(InputError, match="accessibility cram ... --save cram-missing"):
