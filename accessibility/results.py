@@ -346,9 +346,10 @@ UNRECORDED = "(earlier machines not recorded)"
 
 def machine() -> str:
     """The kind of machine this process computes on, as far as it picks the kernels (and so the
-    rounding) of a run: the architecture, the CPU model, and torch's CPU capability and CUDA device
-    where torch is loaded. Two runs of the same code and command are bitwise alike only on the same
-    kind of machine, so :func:`save_run` records it.
+    rounding) of a run: the architecture, the CPU model and, where torch is loaded, torch's CPU
+    capability and the machine's first CUDA device (whether or not the run uses it). Two runs of the
+    same code and command are bitwise alike only on the same kind of machine, so :func:`save_run`
+    records it.
 
     >>> import platform
     >>> machine().startswith(platform.machine())
